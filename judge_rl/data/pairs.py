@@ -1,0 +1,83 @@
+"""The unit of data every stage shares: a preference pair, and that pair shown to a judge in one order.
+
+A judge sees two responses labelled (a) and (b). Which label the better response gets is
+decided here, once, so that training and evaluation both see an exact 50/50 A/B balance
+(position bias is the best documented failure of LLM judges; Think-J and JudgeLRM both
+evaluate in both orders).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+Position = Literal["a", "b"]
+
+
+@dataclass(frozen=True)
+class PreferencePair:
+    """A question with a better (`chosen`) and a worse (`rejected`) response.
+
+    strength: how much better chosen is, 1 (slightly) .. 3 (much), or None when the source has no label.
+    traces: gold judgment traces keyed by the position of `chosen` ("a" or "b"): the full assistant
+        turn a judge should write for that order (`<think>...</think>` then the verdict line). Used by
+        the SFT thinking initialization; None when the source has none.
+    """
+
+    pair_id: str
+    source: str
+    question: str
+    chosen: str
+    rejected: str
+    strength: int | None = None
+    traces: dict[str, str] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """A pair rendered in one order: `chosen_position` says where the better response is shown."""
+
+    pair: PreferencePair
+    chosen_position: Position
+
+    @property
+    def item_id(self) -> str:
+        return f"{self.pair.pair_id}:{self.chosen_position}"
+
+    @property
+    def response_a(self) -> str:
+        return self.pair.chosen if self.chosen_position == "a" else self.pair.rejected
+
+    @property
+    def response_b(self) -> str:
+        return self.pair.rejected if self.chosen_position == "a" else self.pair.chosen
+
+    @property
+    def ground_truth(self) -> dict[str, Any]:
+        return {"winner": self.chosen_position, "strength": self.pair.strength}
+
+    @property
+    def trace(self) -> str | None:
+        return None if self.pair.traces is None else self.pair.traces.get(self.chosen_position)
+
+    def swapped(self) -> "JudgeItem":
+        return JudgeItem(self.pair, "b" if self.chosen_position == "a" else "a")
+
+
+def balanced_positions(pairs: Sequence[PreferencePair], seed: int) -> list[JudgeItem]:
+    """One item per pair, the better response at (a) for exactly half of them (n odd: one more at (a)).
+
+    A seeded shuffle of a half-and-half list rather than a coin per pair, which would leave
+    a random imbalance of order sqrt(n).
+    """
+    n = len(pairs)
+    positions: list[Position] = ["a"] * ((n + 1) // 2) + ["b"] * (n // 2)
+    random.Random(seed).shuffle(positions)
+    return [JudgeItem(pair, pos) for pair, pos in zip(pairs, positions)]
+
+
+def both_orders(pairs: Sequence[PreferencePair]) -> list[JudgeItem]:
+    """Every pair in both orders (evaluation): chosen at (a), then chosen at (b)."""
+    return [JudgeItem(pair, pos) for pair in pairs for pos in ("a", "b")]
