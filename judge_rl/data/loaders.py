@@ -1,0 +1,468 @@
+"""Loaders that turn published preference-data formats into `PreferencePair`s.
+
+Why: each public data set spells "question, better answer, worse answer" its own way (HH-RLHF full
+transcripts, LLMBar's output_1/output_2/label, HelpSteer2's signed preference strength, Skywork's
+chat-message lists). Every loader here parses one format, reports a malformed row by file and row
+instead of guessing or silently dropping it, and returns the same `LoadedPairs` so that training and
+evaluation never care where a pair came from.
+
+Every loader takes:
+    path: a local .json (a JSON list, or JSON lines), .jsonl, .jsonl.gz/.json.gz or .parquet file;
+        or, when no such file exists and it looks like "owner/name", a Hugging Face hub dataset
+        read with `datasets.load_dataset(path, split=split, **hub_kwargs)`.
+    on_error: "raise" (default) raises ValueError("<file> row <n> (<numbering>): <reason>") at the
+        first malformed row; "skip" skips it and records that same line in `LoadedPairs.skipped`.
+        Rows are numbered by 1-based line in JSON-lines files and by 0-based index in JSON lists,
+        parquet files and hub datasets; the message says which.
+    limit: keep only the first `limit` valid pairs (rows after them are not read).
+    source: overrides the pair source, by default "<dataset>/<file stem>" (e.g. "llmbar/natural")
+        or "<dataset>/<split>" for a hub dataset. Pair ids are "<source>-<row number>".
+A row with `trace_a`/`trace_b` fields (or a `traces` dict keyed "a"/"b") keeps them as the pair's
+gold traces.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, overload
+
+from judge_rl.data.pairs import PreferencePair
+from judge_rl.data.synthetic import generate_pairs
+from judge_rl.registry import Registry
+
+OnError = Literal["raise", "skip"]
+
+
+@dataclass(frozen=True)
+class LoadedPairs(Sequence[PreferencePair]):
+    """The pairs a loader read, and one "<file> row <n> (...): <reason>" line per row it skipped.
+
+    A read-only sequence of pairs (len, index, iterate, slice); `pairs` is the plain list.
+    """
+
+    pairs: list[PreferencePair]
+    skipped: list[str] = field(default_factory=list)
+
+    @overload
+    def __getitem__(self, index: int) -> PreferencePair: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[PreferencePair]: ...
+
+    def __getitem__(self, index: int | slice) -> PreferencePair | list[PreferencePair]:
+        return self.pairs[index]
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __iter__(self) -> Iterator[PreferencePair]:
+        return iter(self.pairs)
+
+    @property
+    def n_skipped(self) -> int:
+        return len(self.skipped)
+
+
+Loader = Callable[..., LoadedPairs]
+DATASETS: Registry[Loader] = Registry("dataset")
+
+
+def load_dataset_pairs(name: str, **kwargs: Any) -> LoadedPairs:
+    """Load pairs with the loader registered as `name` (see DATASETS.names())."""
+    return DATASETS.get(name)(**kwargs)
+
+
+class MalformedRow(ValueError):
+    """A row that cannot be read as a preference pair; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    question: str
+    chosen: str
+    rejected: str
+    strength: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Unreadable:
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Rows:
+    location: str  # the file path, or "hub dataset <name> split <split>"
+    stem: str  # default source suffix
+    numbering: str  # "1-based line" or "0-based index"
+    rows: Iterator[tuple[int, Any]]
+
+
+# --------------------------------------------------------------------------- reading rows
+
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_SUFFIXES = (".gz", ".jsonl", ".json", ".parquet")
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name, changed = name[: -len(suffix)], True
+    return name
+
+
+def _json_lines(path: Path, opener: Callable[..., Any]) -> Iterator[tuple[int, Any]]:
+    with opener(path, "rt", encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield number, _Unreadable(f"invalid JSON ({exc.msg} at column {exc.colno})")
+
+
+def _open_rows(path: str | Path, split: str, hub_kwargs: dict[str, Any] | None) -> _Rows:
+    p = Path(path)
+    if p.is_file():
+        opener: Callable[..., Any] = gzip.open if p.name.endswith(".gz") else open
+        base = p.name.removesuffix(".gz")
+        if base.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            records = pq.read_table(p).to_pylist()
+            return _Rows(str(p), _stem(p), "0-based index", iter(enumerate(records)))
+        if base.endswith(".json"):
+            with opener(p, "rt", encoding="utf-8") as f:
+                text = f.read()
+            if text.lstrip().startswith("["):  # a JSON list; otherwise JSON lines, as `datasets` writes .json
+                try:
+                    data = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{p}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+                return _Rows(str(p), _stem(p), "0-based index", iter(enumerate(data)))
+        if base.endswith((".json", ".jsonl")):
+            return _Rows(str(p), _stem(p), "1-based line", _json_lines(p, opener))
+        raise ValueError(f"{p}: unsupported file type (expected .json, .jsonl, .json(l).gz or .parquet)")
+    if p.exists():
+        raise ValueError(f"{p} is not a file")
+    if isinstance(path, Path) or p.suffix in _SUFFIXES or not _HUB_NAME.match(str(path)):
+        raise FileNotFoundError(f"no such data file: {path}")
+    import datasets  # heavy, and only needed for the hub
+
+    data = datasets.load_dataset(str(path), split=split, **(hub_kwargs or {}))
+    return _Rows(f"hub dataset {path} split {split}", split, "0-based index", iter(enumerate(data)))
+
+
+def _traces(record: dict[str, Any]) -> dict[str, str] | None:
+    raw = record.get("traces")
+    if raw is not None:
+        if not isinstance(raw, dict) or not raw or set(raw) - {"a", "b"}:
+            raise MalformedRow("traces must be a dict with keys 'a' and/or 'b'")
+        traces = {k: v for k, v in raw.items() if v is not None}
+    else:
+        traces = {pos: record[f"trace_{pos}"] for pos in ("a", "b") if record.get(f"trace_{pos}") is not None}
+    for pos, trace in traces.items():
+        if not isinstance(trace, str):
+            raise MalformedRow(f"trace for position {pos!r} is not a string")
+    return traces or None
+
+
+def _load(
+    path: str | Path,
+    parse: Callable[[dict[str, Any]], _Parsed],
+    *,
+    dataset: str,
+    split: str,
+    limit: int | None,
+    on_error: OnError,
+    source: str | None,
+    hub_kwargs: dict[str, Any] | None,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+) -> LoadedPairs:
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    rows = _open_rows(path, split, hub_kwargs)
+    src = source or f"{dataset}/{rows.stem}"
+    pairs: list[PreferencePair] = []
+    skipped: list[str] = []
+    try:
+        _collect(rows, parse, src, limit, on_error, keep, pairs, skipped)
+    finally:
+        close = getattr(rows.rows, "close", None)
+        if close is not None:
+            close()  # a JSON-lines file left open by `limit`
+    return LoadedPairs(pairs, skipped)
+
+
+def _collect(
+    rows: _Rows,
+    parse: Callable[[dict[str, Any]], _Parsed],
+    src: str,
+    limit: int | None,
+    on_error: OnError,
+    keep: Callable[[dict[str, Any]], bool] | None,
+    pairs: list[PreferencePair],
+    skipped: list[str],
+) -> None:
+    for number, record in rows.rows:
+        if limit is not None and len(pairs) >= limit:
+            break
+        try:
+            if isinstance(record, _Unreadable):
+                raise MalformedRow(record.reason)
+            if not isinstance(record, dict):
+                raise MalformedRow(f"row is a {type(record).__name__}, not an object")
+            if keep is not None and not keep(record):
+                continue
+            parsed = parse(record)
+            if parsed.chosen.strip() == parsed.rejected.strip():
+                raise MalformedRow("chosen and rejected responses are identical")
+            traces = _traces(record)
+        except MalformedRow as exc:
+            message = f"{rows.location} row {number} ({rows.numbering}): {exc}"
+            if on_error == "raise":
+                raise ValueError(message) from None
+            skipped.append(message)
+            continue
+        pairs.append(
+            PreferencePair(
+                pair_id=f"{src}-{number}",
+                source=src,
+                question=parsed.question,
+                chosen=parsed.chosen,
+                rejected=parsed.rejected,
+                strength=parsed.strength,
+                traces=traces,
+                meta={"row": number, **parsed.meta},
+            )
+        )
+
+
+def _text(record: dict[str, Any], name: str) -> str:
+    if name not in record or record[name] is None:
+        raise MalformedRow(f"missing field {name!r}")
+    value = record[name]
+    if not isinstance(value, str):
+        raise MalformedRow(f"field {name!r} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _int(record: dict[str, Any], name: str) -> int:
+    if name not in record or record[name] is None:
+        raise MalformedRow(f"missing field {name!r}")
+    value = record[name]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MalformedRow(f"field {name!r} must be an integer, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- formats
+
+ASSISTANT = "\n\nAssistant:"
+
+
+def parse_hh_rlhf(record: dict[str, Any]) -> _Parsed:
+    """Split two HH-RLHF transcripts into their shared prefix and final assistant replies.
+
+    Each transcript is cut at its own last "\\n\\nAssistant:"; the two prefixes must be identical,
+    otherwise the transcripts differ before their final reply (or share nothing) and the row is
+    malformed. The question is the prefix without its trailing "Assistant:" marker, turns kept.
+    """
+    chosen, rejected = _text(record, "chosen"), _text(record, "rejected")
+    cut_c, cut_r = chosen.rfind(ASSISTANT), rejected.rfind(ASSISTANT)
+    for name, cut in (("chosen", cut_c), ("rejected", cut_r)):
+        if cut < 0:
+            raise MalformedRow(f"{name} has no '\\n\\nAssistant:' turn")
+    prefix_c, prefix_r = chosen[: cut_c + len(ASSISTANT)], rejected[: cut_r + len(ASSISTANT)]
+    if prefix_c != prefix_r:
+        common = _common_prefix(chosen, rejected)
+        if ASSISTANT not in common:
+            raise MalformedRow("chosen and rejected share no conversation prefix")
+        shared_turns = common.count(ASSISTANT)
+        raise MalformedRow(
+            "chosen and rejected differ before their final assistant reply "
+            f"(they share {shared_turns} assistant turn(s); chosen has {chosen.count(ASSISTANT)}, "
+            f"rejected {rejected.count(ASSISTANT)})"
+        )
+    question = prefix_c[: -len(ASSISTANT)].strip()
+    if not question:
+        raise MalformedRow("chosen and rejected share no conversation prefix")
+    return _Parsed(question, chosen[len(prefix_c):].strip(), rejected[len(prefix_r):].strip())
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return a[:n]
+
+
+def parse_llmbar(record: dict[str, Any]) -> _Parsed:
+    """LLMBar format: input, output_1, output_2, label (1 or 2: the better output)."""
+    question = _text(record, "input")
+    out1, out2 = _text(record, "output_1"), _text(record, "output_2")
+    label = _int(record, "label")
+    if label not in (1, 2):
+        raise MalformedRow(f"label must be 1 or 2, got {label}")
+    chosen, rejected = (out1, out2) if label == 1 else (out2, out1)
+    return _Parsed(question, chosen, rejected, None, {"label": label})
+
+
+def parse_helpsteer2_preference(record: dict[str, Any]) -> _Parsed:
+    """HelpSteer2 preference format: prompt, response_1, response_2, preference_strength in -3..3.
+
+    Negative strength means response_1 is better; 0 is a tie (no preference: malformed). The pair's
+    strength is |preference_strength| clipped to 1..3.
+    """
+    prompt = _text(record, "prompt")
+    r1, r2 = _text(record, "response_1"), _text(record, "response_2")
+    raw = _int(record, "preference_strength")
+    if raw == 0:
+        raise MalformedRow("preference_strength is 0 (a tie): no preference")
+    chosen, rejected = (r1, r2) if raw < 0 else (r2, r1)
+    meta: dict[str, Any] = {"preference_strength": raw}
+    if isinstance(record.get("split"), str):
+        meta["split"] = record["split"]
+    return _Parsed(prompt, chosen, rejected, min(3, max(1, abs(raw))), meta)
+
+
+def _messages(record: dict[str, Any], name: str) -> list[tuple[str, str]]:
+    if name not in record or record[name] is None:
+        raise MalformedRow(f"missing field {name!r}")
+    value = record[name]
+    if not isinstance(value, list) or not value:
+        raise MalformedRow(f"field {name!r} must be a non-empty list of messages")
+    messages = []
+    for i, message in enumerate(value):
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("role"), str)
+            or not isinstance(message.get("content"), str)
+        ):
+            raise MalformedRow(f"{name}[{i}] is not a message with string 'role' and 'content'")
+        messages.append((message["role"], message["content"]))
+    return messages
+
+
+def render_messages(messages: Sequence[tuple[str, str]]) -> str:
+    """A conversation as text: a lone user message as itself, else "Role: content" turns."""
+    if len(messages) == 1 and messages[0][0] == "user":
+        return messages[0][1]
+    return "\n\n".join(f"{role.capitalize()}: {content}" for role, content in messages)
+
+
+def parse_skywork_preference(record: dict[str, Any]) -> _Parsed:
+    """Skywork-Reward-Preference format: chosen and rejected are chat-message lists sharing all but
+    the final assistant message; the prompt is that shared prefix."""
+    chosen, rejected = _messages(record, "chosen"), _messages(record, "rejected")
+    for name, messages in (("chosen", chosen), ("rejected", rejected)):
+        if messages[-1][0] != "assistant":
+            raise MalformedRow(f"the last message of {name} is from {messages[-1][0]!r}, not 'assistant'")
+    prefix = chosen[:-1]
+    if not prefix or not rejected[:-1]:
+        raise MalformedRow("chosen and rejected share no conversation prefix")
+    if prefix != rejected[:-1]:
+        raise MalformedRow("chosen and rejected differ before their final assistant message")
+    return _Parsed(render_messages(prefix), chosen[-1][1], rejected[-1][1])
+
+
+# --------------------------------------------------------------------------- registered loaders
+
+
+@DATASETS.register("hh_rlhf")
+def load_hh_rlhf(
+    path: str | Path,
+    *,
+    split: str = "test",
+    limit: int | None = None,
+    on_error: OnError = "raise",
+    source: str | None = None,
+    hub_kwargs: dict[str, Any] | None = None,
+) -> LoadedPairs:
+    """Anthropic HH-RLHF (`chosen`/`rejected` transcripts); source "hh-rlhf/<stem>"; no strength."""
+    return _load(path, parse_hh_rlhf, dataset="hh-rlhf", split=split, limit=limit, on_error=on_error,
+                 source=source, hub_kwargs=hub_kwargs)
+
+
+@DATASETS.register("llmbar")
+def load_llmbar(
+    path: str | Path,
+    *,
+    split: str = "test",
+    limit: int | None = None,
+    on_error: OnError = "raise",
+    source: str | None = None,
+    hub_kwargs: dict[str, Any] | None = None,
+) -> LoadedPairs:
+    """LLMBar-format files (also MT-Bench-human, FairEval, LLMEval^2); source "llmbar/<stem>"."""
+    return _load(path, parse_llmbar, dataset="llmbar", split=split, limit=limit, on_error=on_error,
+                 source=source, hub_kwargs=hub_kwargs)
+
+
+@DATASETS.register("helpsteer2_preference")
+def load_helpsteer2_preference(
+    path: str | Path,
+    *,
+    split: str = "train",
+    row_split: str | None = None,
+    limit: int | None = None,
+    on_error: OnError = "raise",
+    source: str | None = None,
+    hub_kwargs: dict[str, Any] | None = None,
+) -> LoadedPairs:
+    """HelpSteer2 preference annotations; source "helpsteer2/<stem>"; strength 1..3.
+
+    row_split: keep only rows whose own "split" field equals it (the published file mixes "train"
+    and "val" rows in one file); other rows are passed over, not counted as malformed.
+    """
+    keep = None if row_split is None else (lambda record: record.get("split") == row_split)
+    return _load(path, parse_helpsteer2_preference, dataset="helpsteer2", split=split, limit=limit,
+                 on_error=on_error, source=source, hub_kwargs=hub_kwargs, keep=keep)
+
+
+@DATASETS.register("skywork_preference")
+def load_skywork_preference(
+    path: str | Path,
+    *,
+    split: str = "train",
+    limit: int | None = None,
+    on_error: OnError = "raise",
+    source: str | None = None,
+    hub_kwargs: dict[str, Any] | None = None,
+) -> LoadedPairs:
+    """Skywork-Reward-Preference-80K (chat-message lists); source "skywork/<stem>"; no strength."""
+    return _load(path, parse_skywork_preference, dataset="skywork", split=split, limit=limit,
+                 on_error=on_error, source=source, hub_kwargs=hub_kwargs)
+
+
+@DATASETS.register("synthetic")
+def load_synthetic(
+    *,
+    n: int,
+    seed: int = 0,
+    split: str = "train",
+    families: Sequence[str] | None = None,
+    limit: int | None = None,
+    on_error: OnError = "raise",
+) -> LoadedPairs:
+    """Verifiable synthetic pairs (judge_rl.data.synthetic.generate_pairs); nothing is ever skipped."""
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    count = n if limit is None else min(n, limit)
+    return LoadedPairs(generate_pairs(count, seed, split, families))

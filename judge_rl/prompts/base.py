@@ -1,0 +1,78 @@
+"""What every judge prompt provides: chat messages for a pair, a strict parser of the judge's output
+and the exact verdict line gold traces end with.
+
+A prompt and its parser live together because the reward is only as good as the parser: the RL
+judges we follow (Think-J, Huang et al., 2025; JudgeLRM, Chen et al., 2025) reward a verdict only
+when the output has the required shape, so a lenient parser would quietly pay for malformed
+outputs. Parsers therefore never raise on model output; they return a `Judgment` whose `error`
+names what was wrong, so failures can be counted by reason during training and evaluation.
+
+Prompts are registered as instances (`@register_prompt("name")` on the class) in `PROMPTS`;
+config files name them by key.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable, ClassVar, TypeVar
+
+from judge_rl.data.pairs import JudgeItem
+from judge_rl.registry import Registry
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """A parsed judge output.
+
+    winner: "a" or "b"; strength: 1..3 for strength prompts, None for prompts without strength;
+    error: None when the output was well formed, else a short reason (then winner and strength are None).
+    """
+
+    winner: str | None
+    strength: int | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @classmethod
+    def failure(cls, reason: str) -> "Judgment":
+        return cls(None, None, reason)
+
+
+class JudgePrompt(ABC):
+    """A pairwise judge prompt: renders a `JudgeItem` as chat messages and parses the judge's reply."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def messages(self, item: JudgeItem) -> list[Message]:
+        """The chat turns shown to the judge: a system message, then a user message with both responses."""
+
+    @abstractmethod
+    def parse(self, text: str) -> Judgment:
+        """Read the judge's output strictly; never raises on malformed text (see `Judgment.error`)."""
+
+    @abstractmethod
+    def verdict(self, winner: str, strength: int | None = None) -> str:
+        """The exact final line this prompt asks for (prompts without strength ignore `strength`)."""
+
+
+PROMPTS: Registry[JudgePrompt] = Registry("prompt")
+
+P = TypeVar("P", bound=type[JudgePrompt])
+
+
+def register_prompt(name: str) -> Callable[[P], P]:
+    """Class decorator: set the class's `name` and register one instance of it under `name`."""
+
+    def decorator(cls: P) -> P:
+        cls.name = name
+        PROMPTS.register(name)(cls())
+        return cls
+
+    return decorator

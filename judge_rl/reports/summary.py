@@ -1,0 +1,57 @@
+"""The end-of-run summary: held-out accuracy of each judge stage, and the RL reward curve."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.table import Table
+
+from judge_rl.reports.console import console
+
+COLUMNS = [
+    ("accuracy", "accuracy"),
+    ("accuracy_a", "acc (better at a)"),
+    ("accuracy_b", "acc (better at b)"),
+    ("consistent_accuracy", "consistent acc"),
+    ("position_consistency", "position consist."),
+    ("parse_failure_rate", "parse failures"),
+]
+
+
+def _fmt(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.3f}"
+
+
+def print_summary(evals: dict[str, dict[str, float]], curve: dict[str, float] | None, wall_s: float) -> None:
+    table = Table(title="judge_rl: held-out judge quality (both orders)")
+    table.add_column("judge")
+    for _, title in COLUMNS:
+        table.add_column(title, justify="right")
+    table.add_column("pairs", justify="right")
+    for name, m in evals.items():
+        table.add_row(name, *[_fmt(m.get(k)) for k, _ in COLUMNS], str(int(m.get("n_pairs", 0))))
+    console.print(table)
+    if curve:
+        console.print(
+            f"RL reward curve: steps {int(curve['steps'])}, score first {_fmt(curve['first'])} -> last {_fmt(curve['last'])} "
+            f"(mean of first / last {int(curve['window'])} steps: {_fmt(curve['first_mean'])} -> {_fmt(curve['last_mean'])})"
+        )
+    console.print(f"wall time {wall_s:.0f} s")
+
+
+def reward_curve(history: list[dict[str, Any]], key: str = "critic/score/mean") -> dict[str, float] | None:
+    scores = [h[key] for h in sorted(history, key=lambda h: h["step"]) if h.get(key) is not None]
+    if not scores:
+        return None
+    w = max(1, min(3, len(scores) // 2))
+    return {
+        "steps": float(len(scores)),
+        "first": scores[0],
+        "last": scores[-1],
+        "window": float(w),
+        "first_mean": sum(scores[:w]) / w,
+        "last_mean": sum(scores[-w:]) / w,
+    }

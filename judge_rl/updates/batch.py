@@ -1,0 +1,100 @@
+"""Rollouts as the padded tensors verl's algorithm functions expect.
+
+Layout follows verl's DataProto: prompts left-padded to one width, responses right-padded to another,
+`response_mask` over the response part only; log-probs are those of response tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+import verl.utils.torch_functional as verl_F
+
+from judge_rl.rollouts import Generation
+
+
+@dataclass
+class RolloutBatch:
+    input_ids: torch.Tensor  # (B, P + R)
+    attention_mask: torch.Tensor  # (B, P + R)
+    position_ids: torch.Tensor  # (B, P + R)
+    responses: torch.Tensor  # (B, R)
+    response_mask: torch.Tensor  # (B, R) float
+    prompt_width: int
+    uids: np.ndarray  # (B,) group id: samples of one prompt share it
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def select(self, idx: Sequence[int]) -> "RolloutBatch":
+        i = torch.as_tensor(list(idx), dtype=torch.long)
+        return RolloutBatch(
+            self.input_ids[i],
+            self.attention_mask[i],
+            self.position_ids[i],
+            self.responses[i],
+            self.response_mask[i],
+            self.prompt_width,
+            self.uids[np.asarray(list(idx))],
+        )
+
+    def to(self, device: torch.device) -> "RolloutBatch":
+        return RolloutBatch(
+            self.input_ids.to(device),
+            self.attention_mask.to(device),
+            self.position_ids.to(device),
+            self.responses.to(device),
+            self.response_mask.to(device),
+            self.prompt_width,
+            self.uids,
+        )
+
+
+def build_batch(generations: Sequence[Generation], uids: Sequence[str], pad_id: int) -> RolloutBatch:
+    P = max(len(g.prompt_ids) for g in generations)
+    R = max(1, max(len(g.response_ids) for g in generations))
+    B = len(generations)
+    input_ids = torch.full((B, P + R), pad_id, dtype=torch.long)
+    attention = torch.zeros((B, P + R), dtype=torch.long)
+    response_mask = torch.zeros((B, R), dtype=torch.float32)
+    for row, g in enumerate(generations):
+        p, r = len(g.prompt_ids), len(g.response_ids)
+        input_ids[row, P - p : P] = torch.tensor(g.prompt_ids)
+        attention[row, P - p : P] = 1
+        if r:
+            input_ids[row, P : P + r] = torch.tensor(g.response_ids)
+            attention[row, P : P + r] = 1
+            response_mask[row, :r] = 1.0
+    position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
+    return RolloutBatch(input_ids, attention, position_ids, input_ids[:, P:], response_mask, P, np.asarray(uids))
+
+
+def response_log_probs(
+    model, batch: RolloutBatch, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs (and entropies) of the response tokens; logits scaled by the sampling temperature as verl does."""
+    R = batch.responses.shape[1]
+    # Only the last R + 1 positions predict response tokens: skipping the LM head over the prompt
+    # saves a large share of the compute with a 49k-token vocabulary.
+    logits = model(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        use_cache=False,
+        logits_to_keep=R + 1,
+    ).logits
+    logits = logits[:, :R].float() / temperature
+    log_probs = verl_F.logprobs_from_logits(logits, batch.responses)
+    entropy = verl_F.entropy_from_logits(logits) if with_entropy else None
+    return log_probs, entropy
+
+
+def token_level_scores(scores: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """An outcome reward sits on the last response token (verl's reward managers do the same)."""
+    out = torch.zeros_like(response_mask)
+    last = (response_mask.sum(-1).long() - 1).clamp(min=0)
+    out[torch.arange(len(scores)), last] = scores.to(out.dtype)
+    return out

@@ -1,0 +1,130 @@
+"""Thinking initialisation: SFT on gold judgment traces before RL (Think-J, section 3.1).
+
+An untrained small model never writes the verdict format, so every GRPO sample would score the same
+and the advantages would all be zero. A short SFT on traces teaches the format (and a first way of
+judging) so that RL has reward differences to learn from.
+
+Uses TRL's SFTTrainer on prompt-completion conversations: the prompt is the judge prompt, the
+completion the trace, and TRL puts the loss on the completion (the assistant turn) only. The result
+is cached under `cache_dir/sft/<key>`, the key hashing everything that shapes it, so later runs with
+the same model, data and SFT settings reuse it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from judge_rl.config import JobConfig
+from judge_rl.data.pairs import JudgeItem
+from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
+
+THINKING = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+def trace_for_prompt(item: JudgeItem, prompt) -> str | None:
+    """The item's gold trace as the active prompt wants it: its thinking, then that prompt's verdict line.
+
+    Traces are stored with the strength verdict; a binary judge must learn its own verdict line, so
+    the thinking is kept and the verdict re-rendered from the pair's labels.
+    """
+    trace = item.trace
+    if not trace:
+        return None
+    match = THINKING.search(trace)
+    if match is None:
+        raise ValueError(f"pair {item.pair.pair_id}: its trace has no <think>...</think> block")
+    out = prompt.output(match.group(1), item.chosen_position, item.pair.strength)
+    judgment = prompt.parse(out)
+    if not (judgment.ok and judgment.winner == item.chosen_position):
+        raise ValueError(f"pair {item.pair.pair_id}: its trace does not parse as a right verdict ({judgment.error})")
+    return out
+
+
+def sft_examples(items: Sequence[JudgeItem], prompt, limit: int) -> list[dict]:
+    examples = []
+    for it in items:
+        trace = trace_for_prompt(it, prompt)
+        if trace is not None:
+            examples.append({"prompt": prompt.messages(it), "completion": [{"role": "assistant", "content": trace}]})
+        if len(examples) == limit:
+            break
+    if not examples:
+        raise ValueError(
+            "sft: the training data has no judgment traces (PreferencePair.traces); use data whose loader writes "
+            "them (data=synthetic) or drop the sft stage (stages=[eval_base,rl,eval_rl])"
+        )
+    return examples
+
+
+def sft_cache_key(job: JobConfig, examples: list[dict]) -> str:
+    payload = json.dumps(
+        {"model": asdict(job.model), "sft": asdict(job.sft), "seed": job.seed, "examples": examples}, sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = None) -> tuple[Path, dict]:
+    """Train (or reuse) the SFT-initialised judge; returns its model directory and metrics."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    key = sft_cache_key(job, examples)
+    root = output_root or Path(job.cache_dir).expanduser() / "sft"
+    target = root / f"{job.model.name}-{key}"
+    metrics_file = target / "sft_metrics.json"
+    if metrics_file.exists():
+        return target, {**json.loads(metrics_file.read_text()), "sft/reused": 1.0}
+
+    device = resolve_device(job.cluster.device)
+    tokenizer = load_tokenizer(job.model, job.cache_dir)
+    tokenizer.padding_side = "right"
+    model = load_model(job.model, job.cache_dir, device, seed=job.seed)
+    work = root / f".{target.name}-work"
+    args = SFTConfig(
+        output_dir=str(work),
+        num_train_epochs=job.sft.epochs,
+        learning_rate=job.sft.lr,
+        per_device_train_batch_size=job.sft.batch_size,
+        warmup_ratio=job.sft.warmup_ratio,
+        lr_scheduler_type="cosine",
+        max_length=job.sft.max_length,
+        completion_only_loss=True,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=10,
+        save_total_limit=1,
+        report_to="none",
+        seed=job.seed,
+        use_cpu=device.type == "cpu",
+        bf16=False,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
+    t = time.perf_counter()
+    resume = any(work.glob("checkpoint-*"))  # a crashed SFT resumes from TRL's last checkpoint
+    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    elapsed = time.perf_counter() - t
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    steps = max(1, trainer.state.global_step)
+    metrics = {
+        "sft/steps": float(steps),
+        "sft/examples": float(len(examples)),
+        "sft/loss_first": float(losses[0]) if losses else float("nan"),
+        "sft/loss_last": float(losses[-1]) if losses else float("nan"),
+        "sft/train_loss": float(result.training_loss),
+        "sft/seconds": elapsed,
+        "sft/seconds_per_step": elapsed / steps,
+    }
+    tokenizer.padding_side = "left"
+    save_model(trainer.model, tokenizer, target)
+    metrics_file.write_text(json.dumps(metrics, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    return target, metrics

@@ -1,0 +1,45 @@
+"""Shared test helpers: the repo's paths, the shared real data, and composing the app's config."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO_ROOT / "conf"
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+# Converted models and tokenizers are cached per user; tests share that cache (conversion is ~30 s).
+CACHE_DIR = os.environ.get("JUDGE_RL_CACHE", str(Path.home() / ".cache" / "judge_rl"))
+
+
+def compose_config(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=[f"cache_dir={CACHE_DIR}", *overrides])
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent")
+    return SHARED_DATA
+
+
+# A 2-step tiny-random run: every stage, small enough for seconds.
+TINY_RUN = [
+    "model=tiny-random",
+    "logger=none",
+    "trainer.total_steps=2",
+    "trainer.save_every=1",
+    "trainer.max_new_tokens=12",
+    "trainer.prompts_per_step=2",
+    "algorithm.rollout_n=2",
+    "algorithm.ppo_micro_batch_size=2",
+    "sft.num_examples=8",
+    "sft.batch_size=4",
+    "eval.max_new_tokens=12",
+    "eval.limit=4",
+    "data.train.kwargs.n=16",
+]

@@ -1,0 +1,97 @@
+"""The main job end to end on the tiny random model: every stage, files on disk, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra.errors import ConfigCompositionException
+
+from judge_rl.app import run
+from judge_rl.config import to_job_config
+
+from conftest import CACHE_DIR, REPO_ROOT, TINY_RUN, compose_config
+
+
+def test_default_config_composes_with_the_documented_defaults():
+    cfg = compose_config(["run_dir=/tmp/x"])
+    assert cfg.model.name == "smollm2-135m" and cfg.algorithm.name == "grpo" and cfg.reward.name == "strength"
+    assert cfg.data.name == "synthetic" and cfg.cluster.name == "local" and cfg.logger.name == "wandb"
+    job = to_job_config(cfg)
+    assert job.algorithm.adv_estimator == "grpo" and job.algorithm.kl_loss_type == "low_var_kl"
+
+
+def test_unknown_option_lists_the_choices():
+    with pytest.raises(ConfigCompositionException) as err:
+        compose_config(["algorithm=nope"])
+    assert "grpo" in str(err.value.__cause__ or err.value)
+
+
+def test_misspelt_key_fails_before_training():
+    with pytest.raises(Exception, match="prompts_per_stepp"):
+        to_job_config(compose_config(["run_dir=/tmp/x", "+trainer.prompts_per_stepp=3"]))
+
+
+def test_impossible_combination_fails_before_training():
+    with pytest.raises(ValueError, match="rollout_n"):
+        to_job_config(compose_config(["run_dir=/tmp/x", "algorithm.rollout_n=1"]))
+    with pytest.raises(TypeError, match="strenght_weight"):
+        to_job_config(compose_config(["run_dir=/tmp/x", "+reward.weights.strenght_weight=1"]))
+
+
+def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path):
+    results = run(compose_config([*TINY_RUN, f"run_dir={tmp_path}"]))
+    for stage in ("base", "sft", "rl"):
+        summary = json.loads((tmp_path / "eval" / stage / "summary.json").read_text())
+        assert summary["overall"]["n_pairs"] == 4
+        lines = (tmp_path / "eval" / stage / "judgments.jsonl").read_text().splitlines()
+        assert len(lines) == 8  # 4 pairs x both orders
+    metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    for key in ("critic/score/mean", "actor/pg_loss", "actor/kl_loss", "actor/entropy", "response_length/mean",
+                "timing_s/gen", "timing_s/update_actor", "perf/throughput", "reward/parse_failure_rate"):
+        assert key in metrics[0], key
+    assert (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").read_text() == "2"
+    assert (tmp_path / "rl_model" / "model.safetensors").exists()
+    assert results["rl"]["steps"] == 2 and "sft" in results
+
+    # a second run in the same directory redoes nothing: evaluations reuse their judgments
+    again = run(compose_config([*TINY_RUN, f"run_dir={tmp_path}"]))
+    assert again["eval/rl"] == results["eval/rl"]
+    assert json.loads((tmp_path / "eval" / "rl" / "summary.json").read_text())["judged_now"] == 0
+
+
+def test_killed_run_resumes_from_its_checkpoint_and_matches_an_uninterrupted_run(tmp_path):
+    """Kill `python -m judge_rl` after its first checkpoint; the restart continues and ends where a straight run ends."""
+    overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=3", "trainer.max_new_tokens=48", f"cache_dir={CACHE_DIR}"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    killed = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "judge_rl", *overrides]
+    proc = subprocess.Popen([*cmd, f"run_dir={killed}"], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    marker = killed / "checkpoints" / "latest_checkpointed_iteration.txt"
+    deadline = time.time() + 240
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert marker.exists(), "no checkpoint was written before the kill"
+    step_at_kill = int(marker.read_text())
+    assert step_at_kill < 3, "the run finished before it could be killed"
+
+    resumed = run(compose_config([*overrides, f"run_dir={killed}"]))
+    assert resumed["rl"]["resumed_from"] == step_at_kill
+    straight = run(compose_config([*overrides, f"run_dir={tmp_path / 'straight'}"]))
+    a = [json.loads(x) for x in (killed / "metrics.jsonl").read_text().splitlines()]
+    b = [json.loads(x) for x in (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in a] == [1, 2, 3]
+    for ma, mb in zip(a, b):
+        for key in ("critic/score/mean", "response_length/mean", "actor/pg_loss", "actor/kl_loss"):
+            assert ma[key] == pytest.approx(mb[key], rel=1e-4, abs=1e-6), (ma["step"], key)
+    assert straight["rl"]["steps"] == 3
