@@ -1,5 +1,6 @@
 """`python -m judge_rl [overrides]`: the main job (see judge_rl/app.py)."""
 
+import os
 from pathlib import Path
 
 import hydra
@@ -7,7 +8,10 @@ from omegaconf import DictConfig
 
 from judge_rl.app import run
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONF_DIR = str(REPO_ROOT / "conf")
+# conf/config.yaml adds the repo root to Hydra's search path so that experiments/ is a config group.
+os.environ.setdefault("JUDGE_RL_ROOT", str(REPO_ROOT))
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

@@ -12,6 +12,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO_ROOT / "conf"
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 # Converted models and tokenizers are cached per user; tests share that cache (conversion is ~30 s).
+os.environ.setdefault("JUDGE_RL_ROOT", str(REPO_ROOT))
 CACHE_DIR = os.environ.get("JUDGE_RL_CACHE", str(Path.home() / ".cache" / "judge_rl"))
 
 

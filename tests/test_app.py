@@ -63,7 +63,7 @@ def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path):
 
     # a second run in the same directory redoes nothing: evaluations reuse their judgments
     again = run(compose_config([*TINY_RUN, f"run_dir={tmp_path}"]))
-    assert again["eval/rl"] == results["eval/rl"]
+    assert json.dumps(again["eval/rl"], sort_keys=True) == json.dumps(results["eval/rl"], sort_keys=True)
     assert json.loads((tmp_path / "eval" / "rl" / "summary.json").read_text())["judged_now"] == 0
 
 

