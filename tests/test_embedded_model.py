@@ -33,7 +33,13 @@ def test_embedded_model_trains_one_step_and_evaluates(tmp_path):
     assert results["sft"]["sft/steps"] >= 1
     assert results["rl"]["steps"] == 1
     step = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
-    assert step["actor/grad_norm"] > 0 and step["response_length/mean"] > 0
+    assert step["response_length/mean"] > 0
+    # GRPO has no signal when every sample of the group scores the same, and then no gradient
+    # (the KL term is zero while the policy equals its reference)
+    if step["critic/score/max"] == step["critic/score/min"]:
+        assert step["actor/grad_norm"] == 0
+    else:
+        assert step["actor/grad_norm"] > 0
     for stage in ("base", "sft", "rl"):
         records = (tmp_path / "eval" / stage / "judgments.jsonl").read_text().splitlines()
         assert len(records) == 4

@@ -10,12 +10,12 @@ from rich.table import Table
 from judge_rl.reports.console import console
 
 COLUMNS = [
-    ("accuracy", "accuracy"),
-    ("accuracy_a", "acc (better at a)"),
-    ("accuracy_b", "acc (better at b)"),
-    ("consistent_accuracy", "consistent acc"),
-    ("position_consistency", "position consist."),
-    ("parse_failure_rate", "parse failures"),
+    ("accuracy", "acc"),
+    ("accuracy_a", "acc@a"),
+    ("accuracy_b", "acc@b"),
+    ("consistent_accuracy", "consistent"),
+    ("position_consistency", "pos.cons"),
+    ("parse_failure_rate", "parse fail"),
 ]
 
 
@@ -26,7 +26,10 @@ def _fmt(x: Any) -> str:
 
 
 def print_summary(evals: dict[str, dict[str, float]], curve: dict[str, float] | None, wall_s: float) -> None:
-    table = Table(title="judge_rl: held-out judge quality (both orders)")
+    table = Table(
+        title="held-out judge quality, both orders (acc@a: better response shown first)",
+        caption="consistent: right in both orders; pos.cons: same response picked in both orders",
+    )
     table.add_column("judge")
     for _, title in COLUMNS:
         table.add_column(title, justify="right")

@@ -21,9 +21,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
+from transformers import TrainerCallback
+
 from judge_rl.config import JobConfig
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
+from judge_rl.reports.console import progress_bar
 
 THINKING = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
@@ -48,12 +51,19 @@ def trace_for_prompt(item: JudgeItem, prompt) -> str | None:
 
 
 def sft_examples(items: Sequence[JudgeItem], prompt, limit: int) -> list[dict]:
+    """Up to `limit` prompt-completion examples: each pair with a trace in both orders.
+
+    Both orders of a pair have the same responses and opposite verdicts, so the position of a
+    response carries no signal: a judge initialised on them cannot fit its traces by always
+    naming (a), the failure a one-order SFT showed on the embedded model.
+    """
     examples = []
     for it in items:
-        trace = trace_for_prompt(it, prompt)
-        if trace is not None:
-            examples.append({"prompt": prompt.messages(it), "completion": [{"role": "assistant", "content": trace}]})
-        if len(examples) == limit:
+        for shown in (it, it.swapped()):
+            trace = trace_for_prompt(shown, prompt)
+            if trace is not None and len(examples) < limit:
+                examples.append({"prompt": prompt.messages(shown), "completion": [{"role": "assistant", "content": trace}]})
+        if len(examples) >= limit:
             break
     if not examples:
         raise ValueError(
@@ -61,6 +71,16 @@ def sft_examples(items: Sequence[JudgeItem], prompt, limit: int) -> list[dict]:
             "them (data=synthetic) or drop the sft stage (stages=[eval_base,rl,eval_rl])"
         )
     return examples
+
+
+class _Progress(TrainerCallback):
+    """Drives the rich progress bar from TRL's training loop."""
+
+    def __init__(self, advance):
+        self.advance = advance
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.advance(1)
 
 
 def sft_cache_key(job: JobConfig, examples: list[dict]) -> str:
@@ -110,7 +130,10 @@ def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = Non
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
     t = time.perf_counter()
     resume = any(work.glob("checkpoint-*"))  # a crashed SFT resumes from TRL's last checkpoint
-    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    total = job.sft.epochs * -(-len(examples) // job.sft.batch_size)
+    with progress_bar("sft", total) as advance:
+        trainer.add_callback(_Progress(advance))
+        result = trainer.train(resume_from_checkpoint=True if resume else None)
     elapsed = time.perf_counter() - t
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     steps = max(1, trainer.state.global_step)
