@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.config import JobConfig, to_job_config
 from judge_rl.data import load_dataset_pairs
-from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions
+from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions, pointwise_items
 from judge_rl.evaluation.pairwise import evaluate_judge
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
 from judge_rl.prompts import get_prompt
@@ -34,6 +34,12 @@ from judge_rl.updates import rl_loop  # noqa: F401  (registers the local engine)
 from judge_rl.updates.sft import run_sft, sft_examples
 
 
+HEADLINE = {
+    "pairwise": ("accuracy", "consistent_accuracy", "parse_failure_rate"),
+    "pointwise": ("score_accuracy", "pairwise_accuracy", "parse_failure_rate"),
+}
+
+
 def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
     spec = getattr(job.data, split)
     pairs = load_dataset_pairs(spec.loader, **spec.kwargs)
@@ -45,9 +51,25 @@ def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
     return list(pairs)
 
 
-def fit_to_context(pairs: Sequence[PreferencePair], tokenizer, messages_fn, max_len: int, split: str):
-    """Drop pairs whose judge prompt exceeds model.max_prompt_length, and say how many."""
-    kept = [p for p in pairs if len(encode_chat(tokenizer, messages_fn(JudgeItem(p, "a")))) <= max_len]
+def judging_mode(prompt) -> str:
+    """pairwise (both responses in one prompt) or pointwise (one response scored alone)."""
+    return getattr(prompt, "mode", "pairwise")
+
+
+def training_items(pairs: Sequence[PreferencePair], prompt, seed: int) -> list:
+    if judging_mode(prompt) == "pointwise":
+        return pointwise_items(pairs)
+    return balanced_positions(pairs, seed)
+
+
+def fit_to_context(pairs: Sequence[PreferencePair], tokenizer, messages_fn, max_len: int, split: str, mode: str):
+    """Drop pairs whose longest judge prompt exceeds model.max_prompt_length, and say how many."""
+
+    def longest(p: PreferencePair) -> int:
+        items = [JudgeItem(p, "a")] if mode == "pairwise" else pointwise_items([p])
+        return max(len(encode_chat(tokenizer, messages_fn(it))) for it in items)
+
+    kept = [p for p in pairs if longest(p) <= max_len]
     if len(kept) < len(pairs):
         console.print(
             f"[yellow]data.{split}: {len(pairs) - len(kept)} of {len(pairs)} pairs exceed "
@@ -70,13 +92,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     prompt = get_prompt(build_reward(job.reward.name, **job.reward.weights).prompt)
     score_fn = functools.partial(compute_score, reward_name=job.reward.name, **job.reward.weights)
+    mode = judging_mode(prompt)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
-    train_pairs = fit_to_context(load_split(job, "train"), tokenizer, prompt.messages, job.model.max_prompt_length, "train")
+    max_len = job.model.max_prompt_length
+    train_pairs = fit_to_context(load_split(job, "train"), tokenizer, prompt.messages, max_len, "train", mode)
     eval_pairs = load_split(job, "eval")
     if job.eval.limit is not None:
         eval_pairs = eval_pairs[: job.eval.limit]
-    eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, job.model.max_prompt_length, "eval")
-    train_items = balanced_positions(train_pairs, job.seed)
+    eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, max_len, "eval", mode)
+    train_items = training_items(train_pairs, prompt, job.seed)
 
     logger = MetricsLogger(run_dir, job.logger, asdict(job))
     device = resolve_device(job.cluster.device)
@@ -96,6 +120,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             batch_size=job.eval.batch_size,
             max_new_tokens=job.eval.max_new_tokens,
             label=label,
+            mode=mode,
         )
         out["seconds"] = time.perf_counter() - t
         (run_dir / "eval" / stage / "summary.json").write_text(json.dumps(out, indent=2))
@@ -103,10 +128,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         results[f"eval/{stage}"] = out["overall"]
         logger.summary({f"eval/{stage}/{k}": v for k, v in out["overall"].items()})
         m = out["overall"]
+        headline = ", ".join(f"{k} {m[k]:.3f}" for k in HEADLINE[mode])
         console.print(
-            f"eval {label}: accuracy {m['accuracy']:.3f}, consistent {m['consistent_accuracy']:.3f}, "
-            f"parse failures {m['parse_failure_rate']:.3f} ({out['judged_now']} judged, {out['reused']} reused, "
-            f"{out['seconds']:.0f}s)"
+            f"eval {label}: {headline} ({out['judged_now']} judged, {out['reused']} reused, {out['seconds']:.0f}s)"
         )
         del model
 
@@ -142,7 +166,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if "eval_rl" in job.stages:
             evaluate("rl", "rl", rl.model_dir)
     results["wall_s"] = time.perf_counter() - t_start
-    print_summary(evals, results.get("rl", {}).get("reward_curve"), results["wall_s"])
+    print_summary(evals, results.get("rl", {}).get("reward_curve"), results["wall_s"], mode)
     (run_dir / "results.json").write_text(json.dumps(results, indent=2))
     logger.finish()
     return results

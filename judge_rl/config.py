@@ -34,11 +34,37 @@ class ModelConfig:
 
 
 @dataclass
+class KLControlConfig:
+    """verl's algorithm.kl_ctrl: the coefficient of the KL penalty put into the reward."""
+
+    type: str = "fixed"  # fixed | adaptive
+    kl_coef: float = 0.001
+    target_kl: float = 0.1
+    horizon: int = 10000
+
+
+@dataclass
+class CriticConfig:
+    """The value model of PPO (verl's critic.*), initialised from the same weights as the policy."""
+
+    enabled: bool = False
+    lr: float = 1e-4
+    cliprange_value: float = 0.5
+    warmup_steps: int = 0  # verl's trainer.critic_warmup
+    grad_clip: float = 1.0
+    weight_decay: float = 0.01
+
+
+@dataclass
 class AlgorithmConfig:
     name: str = "grpo"
     adv_estimator: str = "grpo"
     norm_adv_by_std_in_grpo: bool = True
+    gamma: float = 1.0
+    lam: float = 1.0
     use_kl_in_reward: bool = False
+    kl_penalty: str = "kl"
+    kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
     policy_loss: str = "vanilla"
     use_kl_loss: bool = True
     kl_loss_coef: float = 0.001
@@ -47,12 +73,13 @@ class AlgorithmConfig:
     loss_agg_mode: str = "token-mean"
     entropy_coeff: float = 0.0
     ppo_epochs: int = 1
-    ppo_mini_batch_size: Optional[int] = None
-    ppo_micro_batch_size: int = 4
+    ppo_mini_batch_size: Optional[int] = None  # prompts per optimizer step (verl's unit); None: the whole batch
+    ppo_micro_batch_size: int = 4  # sequences per forward/backward
     grad_clip: float = 1.0
     weight_decay: float = 0.01
     lr: float = 1e-5
     rollout_n: int = 4
+    critic: CriticConfig = field(default_factory=CriticConfig)
 
 
 @dataclass
@@ -163,12 +190,24 @@ def validate(job: JobConfig) -> None:
         raise ValueError(
             f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, it needs >= 2"
         )
-    batch = job.trainer.prompts_per_step * a.rollout_n
-    mini = a.ppo_mini_batch_size or batch
-    if batch % mini:
-        raise ValueError(f"algorithm.ppo_mini_batch_size={mini} must divide the rollout batch {batch}")
+    # as in verl, ppo_mini_batch_size counts prompts (each with rollout_n samples), micro-batches count sequences
+    if a.ppo_mini_batch_size is not None and job.trainer.prompts_per_step % a.ppo_mini_batch_size:
+        raise ValueError(
+            f"algorithm.ppo_mini_batch_size={a.ppo_mini_batch_size} (prompts) must divide "
+            f"trainer.prompts_per_step={job.trainer.prompts_per_step}"
+        )
+    mini = (a.ppo_mini_batch_size or job.trainer.prompts_per_step) * a.rollout_n
     if mini % a.ppo_micro_batch_size and a.ppo_micro_batch_size < mini:
         raise ValueError(f"algorithm.ppo_micro_batch_size={a.ppo_micro_batch_size} must divide the mini-batch {mini}")
+    if (a.adv_estimator == "gae") != a.critic.enabled:
+        raise ValueError(
+            f"algorithm.adv_estimator={a.adv_estimator} with algorithm.critic.enabled={a.critic.enabled}: "
+            "GAE needs a critic and only GAE uses one"
+        )
+    if a.use_kl_in_reward and a.use_kl_loss:
+        raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
+    if a.kl_ctrl.type not in ("fixed", "adaptive"):
+        raise ValueError(f"algorithm.kl_ctrl.type={a.kl_ctrl.type!r}: expected fixed or adaptive")
     if job.cluster.engine != "local":
         raise ValueError(f"cluster.engine={job.cluster.engine!r}: only the 'local' engine runs jobs today")
     if job.cluster.device not in ("auto", "cpu", "cuda"):

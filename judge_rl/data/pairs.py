@@ -81,3 +81,45 @@ def balanced_positions(pairs: Sequence[PreferencePair], seed: int) -> list[Judge
 def both_orders(pairs: Sequence[PreferencePair]) -> list[JudgeItem]:
     """Every pair in both orders (evaluation): chosen at (a), then chosen at (b)."""
     return [JudgeItem(pair, pos) for pair in pairs for pos in ("a", "b")]
+
+
+@dataclass(frozen=True)
+class PointwiseItem:
+    """One response of a pair, to be scored alone (OpenJudge's pointwise judge).
+
+    label: the gold score. Pairs from preference data give binary labels (chosen 1, rejected 0,
+    `scale` 1); graded data (e.g. HelpSteer2's 0-4 helpfulness) gives `scale` 4.
+    """
+
+    pair: PreferencePair
+    which: Literal["chosen", "rejected"]
+    label: int
+    scale: int = 1
+
+    @property
+    def item_id(self) -> str:
+        return f"{self.pair.pair_id}:{self.which}"
+
+    @property
+    def response(self) -> str:
+        return self.pair.chosen if self.which == "chosen" else self.pair.rejected
+
+    @property
+    def ground_truth(self) -> dict[str, Any]:
+        return {"label": self.label, "scale": self.scale}
+
+
+def pointwise_items(pairs: Sequence[PreferencePair]) -> list[PointwiseItem]:
+    """Both responses of every pair, labelled for a 0-4 pointwise judge.
+
+    With a strength label the labels are graded (scale 4): the chosen response 4, the rejected one
+    3 - strength (slightly worse 2, worse 1, much worse 0). Without one they are binary (scale 1):
+    chosen 1, rejected 0.
+    """
+    items = []
+    for pair in pairs:
+        if pair.strength is None:
+            items += [PointwiseItem(pair, "chosen", 1, 1), PointwiseItem(pair, "rejected", 0, 1)]
+        else:
+            items += [PointwiseItem(pair, "chosen", 4, 4), PointwiseItem(pair, "rejected", 3 - pair.strength, 4)]
+    return items

@@ -38,8 +38,38 @@ def pairwise_metrics(records: Iterable[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def metrics_by_source(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def metrics_by_source(records: Iterable[dict[str, Any]], metrics_fn=None) -> dict[str, dict[str, float]]:
+    metrics_fn = metrics_fn or pairwise_metrics
     groups: dict[str, list] = defaultdict(list)
     for r in records:
         groups[r["source"]].append(r)
-    return {source: pairwise_metrics(rs) for source, rs in sorted(groups.items())}
+    return {source: metrics_fn(rs) for source, rs in sorted(groups.items())}
+
+
+def pointwise_metrics(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """A pointwise judge scores each response alone. Besides exact and within-1 accuracy of the score,
+    the two responses of a pair are compared by their scores: `pairwise_accuracy` counts the pair when
+    the chosen response scores strictly higher (a tie is not a preference, and is reported)."""
+    records = list(records)
+    by_pair: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in records:
+        by_pair[r["pair_id"]][r["which"]] = r
+    parsed = [r for r in records if not r["parse_error"]]
+    graded = [r for r in parsed if r["scale"] > 1]
+    full = [p for p in by_pair.values() if len(p) == 2]
+    both = [p for p in full if not p["chosen"]["parse_error"] and not p["rejected"]["parse_error"]]
+    prefers_chosen = [float(p["chosen"]["pred_score"] > p["rejected"]["pred_score"]) for p in both]
+    return {
+        "score_accuracy": _mean([float(r["correct"]) for r in records]),
+        "within_1_accuracy": _mean([float(abs(r["pred_score"] - r["label"]) <= 1) for r in graded])
+        if graded
+        else float("nan"),
+        # a pair with an unparsed score is not a preference: it counts as wrong
+        "pairwise_accuracy": sum(prefers_chosen) / len(full) if full else float("nan"),
+        "pairwise_tie_rate": _mean([float(p["chosen"]["pred_score"] == p["rejected"]["pred_score"]) for p in both]),
+        "mean_score_chosen": _mean([float(r["pred_score"]) for r in parsed if r["which"] == "chosen"]),
+        "mean_score_rejected": _mean([float(r["pred_score"]) for r in parsed if r["which"] == "rejected"]),
+        "parse_failure_rate": _mean([float(bool(r["parse_error"])) for r in records]),
+        "n_items": float(len(records)),
+        "n_pairs": float(len(by_pair)),
+    }

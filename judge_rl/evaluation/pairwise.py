@@ -1,4 +1,5 @@
-"""Held-out evaluation of a judge: greedy judgments of every pair in both orders, saved as they come.
+"""Held-out evaluation of a judge: greedy judgments of every pair in both orders (pairwise judges) or of
+each response alone (pointwise judges), saved as they come.
 
 Each judgment is appended to a JSONL file as soon as its batch finishes. A re-run reads that file and
 only judges items it lacks, matching on the item id and a hash of the exact prompt tokens, so a
@@ -13,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from judge_rl.data.pairs import JudgeItem, PreferencePair, both_orders
-from judge_rl.evaluation.metrics import metrics_by_source, pairwise_metrics
+from judge_rl.data.pairs import JudgeItem, PointwiseItem, PreferencePair, both_orders, pointwise_items
+from judge_rl.evaluation.metrics import metrics_by_source, pairwise_metrics, pointwise_metrics
 from judge_rl.reports.console import progress_bar
 from judge_rl.rollouts import encode_chat, generate
 
@@ -38,6 +39,32 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
+def judgment_fields(item: JudgeItem | PointwiseItem, j) -> dict[str, Any]:
+    """What a record keeps of a parsed judgment, and whether it is right."""
+    if isinstance(item, PointwiseItem):
+        score = getattr(j, "score", None)
+        if item.scale > 1:
+            correct = j.ok and score == item.label
+        else:  # binary label: a score of 2 or more says "good"
+            correct = j.ok and int(score >= 2) == item.label
+        return {
+            "which": item.which,
+            "label": item.label,
+            "scale": item.scale,
+            "pred_score": score if j.ok else -1,
+            "parse_error": j.error or "",
+            "correct": bool(correct),
+        }
+    return {
+        "chosen_position": item.chosen_position,
+        "gt_strength": item.pair.strength,
+        "winner": j.winner,
+        "strength": j.strength,
+        "parse_error": j.error or "",
+        "correct": bool(j.ok and j.winner == item.chosen_position),
+    }
+
+
 def evaluate_judge(
     model,
     tokenizer,
@@ -49,9 +76,13 @@ def evaluate_judge(
     batch_size: int,
     max_new_tokens: int,
     label: str = "eval",
+    mode: str = "pairwise",
 ) -> dict[str, Any]:
-    """Judge every pair in both orders; returns overall metrics, per-source metrics and the counts."""
-    items = both_orders(pairs)
+    """Judge every pair in both orders (or, `mode="pointwise"`, each response); returns overall
+    metrics, per-source metrics and the counts."""
+    if mode not in ("pairwise", "pointwise"):
+        raise ValueError(f"evaluation mode {mode!r}: expected pairwise or pointwise")
+    items = both_orders(pairs) if mode == "pairwise" else pointwise_items(pairs)
     prompts = [encode_chat(tokenizer, messages_fn(it)) for it in items]
     hashes = [prompt_hash(p) for p in prompts]
     saved = read_records(out_path)
@@ -72,29 +103,24 @@ def evaluate_judge(
             )
             for i, (g,) in zip(idx, gens):
                 it = items[i]
-                j = parse_fn(g.text)
                 record = {
                     "item_id": it.item_id,
                     "pair_id": it.pair.pair_id,
                     "source": it.pair.source,
-                    "chosen_position": it.chosen_position,
-                    "gt_strength": it.pair.strength,
                     "prompt_hash": hashes[i],
                     "output": g.text,
                     "finished": g.finished,
-                    "winner": j.winner,
-                    "strength": j.strength,
-                    "parse_error": j.error or "",
-                    "correct": bool(j.ok and j.winner == it.chosen_position),
+                    **judgment_fields(it, parse_fn(g.text)),
                 }
                 saved[it.item_id] = record
                 f.write(json.dumps(record) + "\n")
             f.flush()
             os.fsync(f.fileno())
     records = [saved[it.item_id] for it in items]
+    metrics_fn = pairwise_metrics if mode == "pairwise" else pointwise_metrics
     return {
-        "overall": pairwise_metrics(records),
-        "by_source": metrics_by_source(records),
+        "overall": metrics_fn(records),
+        "by_source": metrics_by_source(records, metrics_fn),
         "judged_now": len(todo),
         "reused": len(items) - len(todo),
     }

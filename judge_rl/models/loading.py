@@ -159,6 +159,39 @@ def load_model(
     return model.to(device)
 
 
+def load_value_model(
+    cfg: ModelConfig,
+    cache_dir: str | os.PathLike,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    seed: int = 0,
+):
+    """A critic for PPO: the judge's transformer with a scalar head per token (verl builds its critic
+    the same way, AutoModelForTokenClassification with one label), initialised from `checkpoint` or the
+    configured source; the head starts random unless the checkpoint is itself a critic."""
+    from transformers import AutoConfig, AutoModelForTokenClassification
+
+    dtype = _dtype(cfg.dtype)
+    if checkpoint is None and cfg.source == "tiny_random":
+        lm = load_model(cfg, cache_dir, torch.device("cpu"), seed=seed)
+        config = AutoConfig.for_model(**{**lm.config.to_dict(), "num_labels": 1})
+        with torch.random.fork_rng():
+            torch.manual_seed(seed + 1)
+            critic = AutoModelForTokenClassification.from_config(config).to(dtype)
+        critic.model.load_state_dict(lm.model.state_dict())
+        return critic.to(device)
+    if checkpoint is not None:
+        path = checkpoint
+    elif cfg.source == "gguf_package":
+        path = converted_gguf_dir(cfg, cache_dir)
+    else:
+        path = cfg.path
+    with torch.random.fork_rng():
+        torch.manual_seed(seed + 1)
+        critic = AutoModelForTokenClassification.from_pretrained(path, num_labels=1, dtype=dtype)
+    return critic.to(device)
+
+
 def save_model(model, tokenizer, target: Path) -> None:
     """Save a Hugging Face model directory atomically (crash-safe)."""
     tmp = _atomic_dir(target)

@@ -9,6 +9,22 @@ from rich.table import Table
 
 from judge_rl.reports.console import console
 
+POINTWISE_COLUMNS = [
+    ("score_accuracy", "score acc"),
+    ("within_1_accuracy", "within 1"),
+    ("pairwise_accuracy", "pairwise acc"),
+    ("pairwise_tie_rate", "ties"),
+    ("parse_failure_rate", "parse fail"),
+]
+
+POINTWISE_COLUMNS = [
+    ("score_accuracy", "score acc"),
+    ("within_1_accuracy", "within 1"),
+    ("pairwise_accuracy", "pairwise acc"),
+    ("pairwise_tie_rate", "ties"),
+    ("parse_failure_rate", "parse fail"),
+]
+
 COLUMNS = [
     ("accuracy", "acc"),
     ("accuracy_a", "acc@a"),
@@ -25,17 +41,27 @@ def _fmt(x: Any) -> str:
     return f"{x:.3f}"
 
 
-def print_summary(evals: dict[str, dict[str, float]], curve: dict[str, float] | None, wall_s: float) -> None:
-    table = Table(
-        title="held-out judge quality, both orders (acc@a: better response shown first)",
-        caption="consistent: right in both orders; pos.cons: same response picked in both orders",
-    )
+def print_summary(
+    evals: dict[str, dict[str, float]], curve: dict[str, float] | None, wall_s: float, mode: str = "pairwise"
+) -> None:
+    if mode == "pointwise":
+        columns = POINTWISE_COLUMNS
+        table = Table(
+            title="held-out judge quality, pointwise (each response scored alone, 0-4)",
+            caption="pairwise acc: the better response of a pair scored strictly higher",
+        )
+    else:
+        columns = COLUMNS
+        table = Table(
+            title="held-out judge quality, both orders (acc@a: better response shown first)",
+            caption="consistent: right in both orders; pos.cons: same response picked in both orders",
+        )
     table.add_column("judge")
-    for _, title in COLUMNS:
+    for _, title in columns:
         table.add_column(title, justify="right")
     table.add_column("pairs", justify="right")
     for name, m in evals.items():
-        table.add_row(name, *[_fmt(m.get(k)) for k, _ in COLUMNS], str(int(m.get("n_pairs", 0))))
+        table.add_row(name, *[_fmt(m.get(k)) for k, _ in columns], str(int(m.get("n_pairs", 0))))
     console.print(table)
     if curve:
         console.print(

@@ -98,3 +98,16 @@ def token_level_scores(scores: torch.Tensor, response_mask: torch.Tensor) -> tor
     last = (response_mask.sum(-1).long() - 1).clamp(min=0)
     out[torch.arange(len(scores)), last] = scores.to(out.dtype)
     return out
+
+
+def response_values(critic, batch: RolloutBatch) -> torch.Tensor:
+    """The critic's value for each response token: the value head's output one position earlier,
+    the state before the token is chosen (verl's critic takes values[:, -R - 1 : -1])."""
+    R = batch.responses.shape[1]
+    out = critic(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        use_cache=False,
+    ).logits
+    return out[:, -R - 1 : -1, 0].float()

@@ -17,14 +17,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-from verl.trainer.config import AlgoConfig
+import verl.utils.torch_functional as verl_F
+from verl.trainer.config import AlgoConfig, KLControlConfig
 from verl.trainer.ppo import core_algos
 from verl.workers.config.actor import ActorConfig
 
 from judge_rl.config import AlgorithmConfig, TrainerConfig
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.rollouts import encode_chat, generate
-from judge_rl.updates.batch import RolloutBatch, build_batch, response_log_probs, token_level_scores
+from judge_rl.updates.batch import RolloutBatch, build_batch, response_log_probs, response_values, token_level_scores
 
 
 def actor_config(algo: AlgorithmConfig, micro: int) -> ActorConfig:
@@ -46,8 +47,39 @@ def actor_config(algo: AlgorithmConfig, micro: int) -> ActorConfig:
     )
 
 
-def compute_advantages(algo: AlgorithmConfig, token_level_rewards, response_mask, uids) -> torch.Tensor:
-    """Advantages from verl's registered estimator, called with the arguments verl's trainer passes."""
+def verl_algo_config(algo: AlgorithmConfig) -> AlgoConfig:
+    """verl's own AlgoConfig (its dataclass validates the values) from judge_rl's algorithm group."""
+    return AlgoConfig(
+        gamma=algo.gamma,
+        lam=algo.lam,
+        adv_estimator=algo.adv_estimator,
+        norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
+        use_kl_in_reward=algo.use_kl_in_reward,
+        kl_penalty=algo.kl_penalty,
+        kl_ctrl=KLControlConfig(
+            type=algo.kl_ctrl.type,
+            kl_coef=algo.kl_ctrl.kl_coef,
+            target_kl=algo.kl_ctrl.target_kl,
+            horizon=algo.kl_ctrl.horizon,
+        ),
+    )
+
+
+def compute_advantages(
+    algo: AlgorithmConfig, token_level_rewards, response_mask, uids, values: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(advantages, returns) from verl's registered estimator, called with the arguments verl's
+    `ray_trainer.compute_advantage` passes it."""
+    if algo.adv_estimator == "gae":
+        if values is None:
+            raise ValueError("adv_estimator=gae needs the critic's values")
+        return core_algos.compute_gae_advantage_return(
+            token_level_rewards=token_level_rewards,
+            values=values,
+            response_mask=response_mask,
+            gamma=algo.gamma,
+            lam=algo.lam,
+        )
     fn = core_algos.get_adv_estimator_fn(algo.adv_estimator)
     accepted = inspect.signature(fn).parameters
     kwargs: dict[str, Any] = {"token_level_rewards": token_level_rewards, "response_mask": response_mask}
@@ -56,9 +88,26 @@ def compute_advantages(algo: AlgorithmConfig, token_level_rewards, response_mask
     if "norm_adv_by_std_in_grpo" in accepted:
         kwargs["norm_adv_by_std_in_grpo"] = algo.norm_adv_by_std_in_grpo
     if "config" in accepted:
-        kwargs["config"] = AlgoConfig(adv_estimator=algo.adv_estimator, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo)
-    advantages, _returns = fn(**kwargs)
-    return advantages
+        kwargs["config"] = verl_algo_config(algo)
+    return fn(**kwargs)
+
+
+def apply_kl_penalty(
+    token_level_scores: torch.Tensor,
+    old_log_prob: torch.Tensor,
+    ref_log_prob: torch.Tensor,
+    response_mask: torch.Tensor,
+    kl_ctrl,
+    kl_penalty: str,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """KL to the reference inside the reward, as verl's `ray_trainer.apply_kl_penalty` computes it
+    (the same core_algos estimator and controller, the controller updated once per batch)."""
+    kld = core_algos.kl_penalty(old_log_prob, ref_log_prob, kl_penalty=kl_penalty) * response_mask
+    beta = kl_ctrl.value
+    rewards = token_level_scores - beta * kld
+    current_kl = verl_F.masked_mean(kld, mask=response_mask, axis=-1).mean().item()
+    kl_ctrl.update(current_kl=current_kl, n_steps=token_level_scores.shape[0])
+    return rewards, {"actor/reward_kl_penalty": current_kl, "actor/reward_kl_penalty_coeff": beta}
 
 
 @dataclass
@@ -80,8 +129,14 @@ class LocalEngine:
         trainer: TrainerConfig,
         messages_fn: Callable[[JudgeItem], list[dict[str, str]]],
         score_fn: Callable[..., dict[str, Any]],
+        critic=None,
+        group_fn: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
     ):
         self.policy, self.reference, self.tokenizer = policy, reference, tokenizer
+        self.critic = critic
+        # J1-style consistency: when set, each prompt's group holds both orders of its pair (half the
+        # samples each) and group_fn(order_a_rewards, order_b_rewards) rescores them jointly, in place.
+        self.group_fn = group_fn
         self.algo, self.trainer = algo, trainer
         self.messages_fn, self.score_fn = messages_fn, score_fn
         self.device = next(policy.parameters()).device
@@ -91,27 +146,53 @@ class LocalEngine:
         if reference is not None:
             reference.eval().requires_grad_(False)
         self.policy_loss_fn = core_algos.get_policy_loss_fn(algo.policy_loss)
+        self.kl_ctrl = core_algos.get_kl_controller(verl_algo_config(algo).kl_ctrl)
+        self.critic_optimizer = None
+        if critic is not None:
+            self.critic_optimizer = torch.optim.AdamW(
+                critic.parameters(), lr=algo.critic.lr, weight_decay=algo.critic.weight_decay
+            )
+        self.global_step = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer and controller state for checkpoints (the models are saved as HF directories)."""
+        state = {"optimizer": self.optimizer.state_dict(), "kl_coef": self.kl_ctrl.value}
+        if self.critic_optimizer is not None:
+            state["critic_optimizer"] = self.critic_optimizer.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.kl_ctrl.value = state["kl_coef"]
+        if self.critic_optimizer is not None:
+            self.critic_optimizer.load_state_dict(state["critic_optimizer"])
 
     # -- rollout ---------------------------------------------------------------------------------
     def rollout(self, items: Sequence[JudgeItem]) -> ScoredRollouts:
         n = self.algo.rollout_n
-        prompts = [encode_chat(self.tokenizer, self.messages_fn(item)) for item in items]
+        if self.group_fn is not None:
+            # both orders of each pair, n/2 samples each, one group per pair
+            shown = [it for item in items for it in (item, item.swapped())]
+            per_prompt, group_of = n // 2, [item.pair.pair_id for item in items for _ in (0, 1)]
+        else:
+            shown, per_prompt, group_of = list(items), n, [item.item_id for item in items]
+        prompts = [encode_chat(self.tokenizer, self.messages_fn(item)) for item in shown]
         groups = generate(
             self.policy,
             self.tokenizer,
             prompts,
             max_new_tokens=self.trainer.max_new_tokens,
-            batch_size=len(prompts) * n,
-            num_samples=n,
+            batch_size=len(prompts) * per_prompt,
+            num_samples=per_prompt,
             do_sample=True,
             temperature=self.trainer.temperature,
             top_p=self.trainer.top_p,
         )
         generations, uids, rewards = [], [], []
-        for item, group in zip(items, groups):
+        for item, uid, group in zip(shown, group_of, groups):
             for g in group:
                 generations.append(g)
-                uids.append(item.item_id)
+                uids.append(uid)
                 rewards.append(
                     self.score_fn(
                         data_source=item.pair.source,
@@ -120,6 +201,9 @@ class LocalEngine:
                         extra_info={"pair_id": item.pair.pair_id},
                     )
                 )
+        if self.group_fn is not None:
+            for start in range(0, len(rewards), 2 * per_prompt):
+                self.group_fn(rewards[start : start + per_prompt], rewards[start + per_prompt : start + 2 * per_prompt])
         batch = build_batch(generations, uids, self.tokenizer.pad_token_id)
         scores = torch.tensor([float(r["score"]) for r in rewards])
         return ScoredRollouts(batch, scores, rewards, [g.text for g in generations], [g.finished for g in generations])
@@ -137,12 +221,12 @@ class LocalEngine:
     def update(self, rollouts: ScoredRollouts, timing: dict[str, float]) -> dict[str, float]:
         algo, batch = self.algo, rollouts.batch
         B = len(batch)
-        mini = algo.ppo_mini_batch_size or B
+        mini = self._mini_batch_size(B)
         micro = min(algo.ppo_micro_batch_size, mini)
         needs_ref = algo.use_kl_loss or algo.use_kl_in_reward
         # With one epoch over one mini-batch the policy has not moved when the loss is taken, so the
         # old log-probs equal the current ones detached; verl recomputes them, we save that forward.
-        single_pass = algo.ppo_epochs == 1 and mini == B
+        single_pass = algo.ppo_epochs == 1 and mini == B and not algo.use_kl_in_reward
         t = time.perf_counter()
         old_log_prob = None if single_pass else self._log_probs(self.policy, batch)
         timing["timing_s/old_log_prob"] = time.perf_counter() - t
@@ -150,13 +234,31 @@ class LocalEngine:
         ref_log_prob = self._log_probs(self.reference, batch) if needs_ref else None
         timing["timing_s/ref"] = time.perf_counter() - t
 
+        values = None
+        if self.critic is not None:
+            t = time.perf_counter()
+            values = self._values(batch)
+            timing["timing_s/values"] = time.perf_counter() - t
+
         t = time.perf_counter()
-        scores = token_level_scores(rollouts.scores, batch.response_mask)
-        token_level_rewards = scores
+        token_level_rewards = token_level_scores(rollouts.scores, batch.response_mask)
+        kl_metrics: dict[str, float] = {}
         if algo.use_kl_in_reward:
-            raise NotImplementedError("use_kl_in_reward lands with the PPO / REINFORCE++ algorithms")
-        advantages = compute_advantages(algo, token_level_rewards, batch.response_mask, batch.uids)
+            token_level_rewards, kl_metrics = apply_kl_penalty(
+                token_level_rewards, old_log_prob, ref_log_prob, batch.response_mask, self.kl_ctrl, algo.kl_penalty
+            )
+        advantages, returns = compute_advantages(algo, token_level_rewards, batch.response_mask, batch.uids, values)
         timing["timing_s/adv"] = time.perf_counter() - t
+
+        critic_metrics: dict[str, float] = {}
+        if self.critic is not None:
+            t = time.perf_counter()
+            critic_metrics = self._update_critic(batch, values, returns)
+            timing["timing_s/update_critic"] = time.perf_counter() - t
+        self.global_step += 1
+        if self.critic is not None and self.global_step <= algo.critic.warmup_steps:
+            # verl's critic warm-up: the critic learns the returns before the actor follows its advantages
+            return {**kl_metrics, **critic_metrics, **self._advantage_metrics(advantages, returns, batch)}
 
         t = time.perf_counter()
         self.policy.train()
@@ -220,11 +322,79 @@ class LocalEngine:
         metrics = {k: sums[k] / counts[k] for k in sums}
         metrics["actor/grad_norm"] = float(np.mean(grad_norms))
         metrics["actor/lr"] = self.optimizer.param_groups[0]["lr"]
-        valid_adv = advantages[batch.response_mask.bool()]
-        metrics["critic/advantages/mean"] = valid_adv.mean().item()
-        metrics["critic/advantages/max"] = valid_adv.max().item()
-        metrics["critic/advantages/min"] = valid_adv.min().item()
-        return metrics
+        return {**metrics, **kl_metrics, **critic_metrics, **self._advantage_metrics(advantages, returns, batch)}
+
+    @staticmethod
+    def _advantage_metrics(advantages, returns, batch: RolloutBatch) -> dict[str, float]:
+        valid = batch.response_mask.bool()
+        return {
+            "critic/advantages/mean": advantages[valid].mean().item(),
+            "critic/advantages/max": advantages[valid].max().item(),
+            "critic/advantages/min": advantages[valid].min().item(),
+            "critic/returns/mean": returns[valid].mean().item(),
+        }
+
+    def _mini_batch_size(self, batch_size: int) -> int:
+        """Sequences per optimizer step: verl counts ppo_mini_batch_size in prompts, each with rollout_n samples."""
+        if self.algo.ppo_mini_batch_size is None:
+            return batch_size
+        return self.algo.ppo_mini_batch_size * self.algo.rollout_n
+
+    # -- critic ----------------------------------------------------------------------------------
+    @torch.no_grad()
+    def _values(self, batch: RolloutBatch) -> torch.Tensor:
+        micro = self.algo.ppo_micro_batch_size
+        out = []
+        for start in range(0, len(batch), micro):
+            part = batch.select(range(start, min(start + micro, len(batch)))).to(self.device)
+            out.append(response_values(self.critic, part).cpu())
+        return torch.cat(out) * batch.response_mask
+
+    def _update_critic(self, batch: RolloutBatch, values: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
+        """verl's critic update: clipped value loss (core_algos.compute_value_loss), same epochs and batches as the actor."""
+        algo, B = self.algo, len(batch)
+        mini = self._mini_batch_size(B)
+        micro = min(algo.ppo_micro_batch_size, mini)
+        self.critic.train()
+        losses, clipfracs, grad_norms = [], [], []
+        for _epoch in range(algo.ppo_epochs):
+            for mini_start in range(0, B, mini):
+                mini_idx = list(range(mini_start, mini_start + mini))
+                n_tokens = int(batch.response_mask[mini_idx].sum().item())
+                self.critic_optimizer.zero_grad(set_to_none=True)
+                loss_total = 0.0
+                for micro_start in range(0, mini, micro):
+                    idx = mini_idx[micro_start : micro_start + micro]
+                    part = batch.select(idx).to(self.device)
+                    vpreds = response_values(self.critic, part)
+                    vf_loss, vf_clipfrac = core_algos.compute_value_loss(
+                        vpreds=vpreds,
+                        returns=returns[idx].to(self.device),
+                        values=values[idx].to(self.device),
+                        response_mask=part.response_mask,
+                        cliprange_value=algo.critic.cliprange_value,
+                        loss_agg_mode=algo.loss_agg_mode,
+                        dp_size=1,
+                        batch_num_tokens=n_tokens,
+                        global_batch_size=len(mini_idx),
+                    )
+                    vf_loss.backward()
+                    loss_total += vf_loss.item()
+                    clipfracs.append(float(vf_clipfrac))
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), algo.critic.grad_clip)
+                if torch.isfinite(grad_norm):
+                    self.critic_optimizer.step()
+                grad_norms.append(float(grad_norm))
+                losses.append(loss_total)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        valid = batch.response_mask.bool()
+        return {
+            "critic/vf_loss": float(np.mean(losses)),
+            "critic/vf_clipfrac": float(np.mean(clipfracs)),
+            "critic/grad_norm": float(np.mean(grad_norms)),
+            "critic/lr": self.critic_optimizer.param_groups[0]["lr"],
+            "critic/values/mean": values[valid].mean().item(),
+        }
 
     # -- one step --------------------------------------------------------------------------------
     def step(self, items: Sequence[JudgeItem]) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
 Step k draws its prompts from a seeded permutation of the training items and seeds sampling with
 (seed, k), so a resumed run makes exactly the draws the uninterrupted run would have made. A
-checkpoint (model, optimizer, step) is written every `save_every` steps into
+checkpoint (policy, critic, optimizers, KL controller, step) is written every `save_every` steps into
 `checkpoints/global_step_<k>/`, and `latest_checkpointed_iteration.txt` (verl's file name) is
 updated only after it is complete, so a crash mid-save falls back to the previous one.
 """
@@ -20,7 +20,7 @@ import torch
 
 from judge_rl.config import JobConfig
 from judge_rl.data.pairs import JudgeItem
-from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
+from judge_rl.models.loading import load_model, load_tokenizer, load_value_model, resolve_device, save_model
 from judge_rl.reports.console import console, progress_bar
 from judge_rl.updates import ENGINES
 from judge_rl.updates.local_engine import LocalEngine
@@ -59,7 +59,9 @@ def save_checkpoint(engine: LocalEngine, tokenizer, ckpt_root: Path, step: int, 
     path = ckpt_root / f"global_step_{step}"
     path.mkdir(parents=True, exist_ok=True)
     save_model(engine.policy, tokenizer, path / "model")
-    torch.save(engine.optimizer.state_dict(), path / "optimizer.pt")
+    if engine.critic is not None:
+        save_model(engine.critic, tokenizer, path / "critic")
+    torch.save(engine.state_dict(), path / "trainer_state.pt")
     (path / "trainer_state.json").write_text(json.dumps({"global_step": step}))
     tmp = ckpt_root / (LATEST + ".tmp")
     tmp.write_text(str(step))
@@ -99,9 +101,14 @@ def train_local(
     policy = load_model(job.model, job.cache_dir, device, checkpoint=policy_source, seed=job.seed)
     needs_ref = job.algorithm.use_kl_loss or job.algorithm.use_kl_in_reward
     reference = load_model(job.model, job.cache_dir, device, checkpoint=init_model, seed=job.seed) if needs_ref else None
-    engine = LocalEngine(policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn)
+    critic = None
+    if job.algorithm.critic.enabled:
+        critic_source = found[1] / "critic" if found else init_model
+        critic = load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source, seed=job.seed)
+    engine = LocalEngine(policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn, critic)
     if found:
-        engine.optimizer.load_state_dict(torch.load(found[1] / "optimizer.pt", map_location=device))
+        engine.load_state_dict(torch.load(found[1] / "trainer_state.pt", map_location=device))
+        engine.global_step = start
 
     result = RLResult(final_dir, resumed_from=start)
     total = job.trainer.total_steps
@@ -117,7 +124,7 @@ def train_local(
                 f"rl step {step}/{total}: score {metrics['critic/score/mean']:.3f}  "
                 f"acc {metrics.get('reward/correct', float('nan')):.2f}  "
                 f"parse-fail {metrics['reward/parse_failure_rate']:.2f}  "
-                f"pg_loss {metrics['actor/pg_loss']:+.4f}  {metrics['timing_s/step']:.1f}s"
+                f"pg_loss {metrics.get('actor/pg_loss', float('nan')):+.4f}  {metrics['timing_s/step']:.1f}s"
             )
             if step % job.trainer.save_every == 0 or step == total:
                 save_checkpoint(engine, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints)

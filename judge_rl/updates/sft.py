@@ -24,19 +24,33 @@ from typing import Sequence
 from transformers import TrainerCallback
 
 from judge_rl.config import JobConfig
-from judge_rl.data.pairs import JudgeItem
+from judge_rl.data.pairs import JudgeItem, PointwiseItem
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
 from judge_rl.reports.console import progress_bar
 
 THINKING = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
 
-def trace_for_prompt(item: JudgeItem, prompt) -> str | None:
+def pointwise_trace(item: PointwiseItem, prompt) -> str | None:
+    """A gold pointwise judgment for data whose pairs know the right answer (the synthetic generator's
+    `meta["answer"]`): check the response against it, then the item's label on the 0-4 scale."""
+    answer = item.pair.meta.get("answer")
+    if answer is None:
+        return None
+    verdict = "states it, so it is correct" if item.which == "chosen" else "does not, so it is wrong"
+    thinking = f"The correct answer is {answer}. The response {verdict}."
+    score = item.label if item.scale > 1 else 4 * item.label
+    return prompt.output(thinking, score)
+
+
+def trace_for_prompt(item: JudgeItem | PointwiseItem, prompt) -> str | None:
     """The item's gold trace as the active prompt wants it: its thinking, then that prompt's verdict line.
 
     Traces are stored with the strength verdict; a binary judge must learn its own verdict line, so
     the thinking is kept and the verdict re-rendered from the pair's labels.
     """
+    if isinstance(item, PointwiseItem):
+        return pointwise_trace(item, prompt)
     trace = item.trace
     if not trace:
         return None
@@ -45,7 +59,7 @@ def trace_for_prompt(item: JudgeItem, prompt) -> str | None:
         raise ValueError(f"pair {item.pair.pair_id}: its trace has no <think>...</think> block")
     out = prompt.output(match.group(1), item.chosen_position, item.pair.strength)
     judgment = prompt.parse(out)
-    if not (judgment.ok and judgment.winner == item.chosen_position):
+    if not (judgment.ok and judgment.winner == item.chosen_position):  # a trace that contradicts its label
         raise ValueError(f"pair {item.pair.pair_id}: its trace does not parse as a right verdict ({judgment.error})")
     return out
 
@@ -59,7 +73,7 @@ def sft_examples(items: Sequence[JudgeItem], prompt, limit: int) -> list[dict]:
     """
     examples = []
     for it in items:
-        for shown in (it, it.swapped()):
+        for shown in (it, it.swapped()) if isinstance(it, JudgeItem) else (it,):
             trace = trace_for_prompt(shown, prompt)
             if trace is not None and len(examples) < limit:
                 examples.append({"prompt": prompt.messages(shown), "completion": [{"role": "assistant", "content": trace}]})
