@@ -53,7 +53,7 @@ def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
 
 def judging_mode(prompt) -> str:
     """pairwise (both responses in one prompt) or pointwise (one response scored alone)."""
-    return getattr(prompt, "mode", "pairwise")
+    return prompt.kind
 
 
 def training_items(pairs: Sequence[PreferencePair], prompt, seed: int) -> list:
@@ -90,7 +90,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if job.cluster.threads:
         torch.set_num_threads(job.cluster.threads)
 
-    prompt = get_prompt(build_reward(job.reward.name, **job.reward.weights).prompt)
+    reward = build_reward(job.reward.name, **job.reward.weights)
+    prompt = get_prompt(reward.prompt)
     score_fn = functools.partial(compute_score, reward_name=job.reward.name, **job.reward.weights)
     mode = judging_mode(prompt)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
@@ -121,6 +122,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             max_new_tokens=job.eval.max_new_tokens,
             label=label,
             mode=mode,
+            binary_threshold=getattr(reward, "binary_threshold", 2),
         )
         out["seconds"] = time.perf_counter() - t
         (run_dir / "eval" / stage / "summary.json").write_text(json.dumps(out, indent=2))

@@ -39,14 +39,15 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
-def judgment_fields(item: JudgeItem | PointwiseItem, j) -> dict[str, Any]:
-    """What a record keeps of a parsed judgment, and whether it is right."""
+def judgment_fields(item: JudgeItem | PointwiseItem, j, binary_threshold: int = 2) -> dict[str, Any]:
+    """What a record keeps of a parsed judgment, and whether it is right (for a binary label, a 0-4
+    score of `binary_threshold` or more means "good", as in the pointwise reward)."""
     if isinstance(item, PointwiseItem):
         score = getattr(j, "score", None)
         if item.scale > 1:
             correct = j.ok and score == item.label
-        else:  # binary label: a score of 2 or more says "good"
-            correct = j.ok and int(score >= 2) == item.label
+        else:
+            correct = j.ok and int(score >= binary_threshold) == item.label
         return {
             "which": item.which,
             "label": item.label,
@@ -77,6 +78,7 @@ def evaluate_judge(
     max_new_tokens: int,
     label: str = "eval",
     mode: str = "pairwise",
+    binary_threshold: int = 2,
 ) -> dict[str, Any]:
     """Judge every pair in both orders (or, `mode="pointwise"`, each response); returns overall
     metrics, per-source metrics and the counts."""
@@ -110,7 +112,7 @@ def evaluate_judge(
                     "prompt_hash": hashes[i],
                     "output": g.text,
                     "finished": g.finished,
-                    **judgment_fields(it, parse_fn(g.text)),
+                    **judgment_fields(it, parse_fn(g.text), binary_threshold),
                 }
                 saved[it.item_id] = record
                 f.write(json.dumps(record) + "\n")

@@ -1,18 +1,48 @@
-"""Judge prompts, by name: each renders a pair as chat messages and strictly parses the judge's reply.
+"""Judge prompts, by name: each renders an item as chat messages and strictly parses the judge's reply.
 
-`PROMPTS` maps a name ("strength", "binary", ...) to a `JudgePrompt` instance; importing this
-package registers every built-in prompt.
+`PROMPTS` maps a name to a prompt instance; importing this package registers every built-in prompt:
+
+  pairwise (`JudgePrompt`, render a `JudgeItem`):
+    "strength"      Think-J: `Therefore, Response (a) is better, and the strength is [[k]].`
+    "binary"        Think-J's cot variant: `Therefore, Response (a) is better.`
+    "margin"        Think-J's score prompt: two 0-100 scores in one final line
+    "judgelrm"      JudgeLRM: `<answer>x, y</answer>`, two 1-10 scores
+    "pairwise_tag"  OpenJudge: `<better>A</better>` / `<better>B</better>`
+  pointwise (`PointwiseJudgePrompt`, render a `PointwiseItem`):
+    "pointwise"     OpenJudge: `<score>k</score>`, k in 0..4
+
+Every output starts with a `<think>...</think>` block; a prompt's `kind` says which item it renders.
 """
 
 from __future__ import annotations
 
-from judge_rl.prompts.base import PROMPTS, JudgePrompt, Judgment, Message, register_prompt
+from judge_rl.prompts.base import (
+    PROMPTS,
+    AnyPrompt,
+    JudgePrompt,
+    Judgment,
+    Message,
+    PointwiseJudgePrompt,
+    register_prompt,
+)
 from judge_rl.prompts import strength as _strength  # noqa: F401  (registers "strength" and "binary")
+from judge_rl.prompts import margin as _margin  # noqa: F401  (registers "margin")
+from judge_rl.prompts import judgelrm as _judgelrm  # noqa: F401  (registers "judgelrm")
+from judge_rl.prompts import openjudge as _openjudge  # noqa: F401  (registers "pairwise_tag" and "pointwise")
 
 
-def get_prompt(name: str) -> JudgePrompt:
+def get_prompt(name: str) -> AnyPrompt:
     """The registered prompt `name`; an unknown name fails with the list of known ones."""
     return PROMPTS.get(name)
 
 
-__all__ = ["PROMPTS", "JudgePrompt", "Judgment", "Message", "get_prompt", "register_prompt"]
+__all__ = [
+    "PROMPTS",
+    "AnyPrompt",
+    "JudgePrompt",
+    "Judgment",
+    "Message",
+    "PointwiseJudgePrompt",
+    "get_prompt",
+    "register_prompt",
+]

@@ -7,6 +7,10 @@ when the output has the required shape, so a lenient parser would quietly pay fo
 outputs. Parsers therefore never raise on model output; they return a `Judgment` whose `error`
 names what was wrong, so failures can be counted by reason during training and evaluation.
 
+Two kinds of prompt share the registry: pairwise prompts (`JudgePrompt`, kind "pairwise") judge a
+`JudgeItem` (two responses), pointwise prompts (`PointwiseJudgePrompt`, kind "pointwise") score a
+`PointwiseItem` (one response). Both parse into a `Judgment`.
+
 Prompts are registered as instances (`@register_prompt("name")` on the class) in `PROMPTS`;
 config files name them by key.
 """
@@ -15,10 +19,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar
 
-from judge_rl.data.pairs import JudgeItem
 from judge_rl.registry import Registry
+
+# Annotations only: judge_rl.data imports the prompts (synthetic traces), so a runtime import would cycle.
+if TYPE_CHECKING:
+    from judge_rl.data.pairs import JudgeItem, PointwiseItem
 
 Message = dict[str, str]
 
@@ -27,13 +34,21 @@ Message = dict[str, str]
 class Judgment:
     """A parsed judge output.
 
-    winner: "a" or "b"; strength: 1..3 for strength prompts, None for prompts without strength;
-    error: None when the output was well formed, else a short reason (then winner and strength are None).
+    winner: "a" or "b" for pairwise prompts; None for pointwise prompts, and for a well-formed tie
+        where a prompt allows one (JudgeLRM's equal scores);
+    strength: 1..3 for strength prompts, None for prompts without strength;
+    error: None when the output was well formed, else a short reason (then every other field is None);
+    scores: the scores a score-based pairwise prompt gave (Response (a), Response (b)), else None;
+    score: the score a pointwise prompt gave, else None.
+
+    `ok` means the output parsed, nothing more: a well-formed wrong (or tied) verdict is ok.
     """
 
     winner: str | None
     strength: int | None
     error: str | None
+    scores: tuple[float, ...] | None = None
+    score: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -48,6 +63,7 @@ class JudgePrompt(ABC):
     """A pairwise judge prompt: renders a `JudgeItem` as chat messages and parses the judge's reply."""
 
     name: ClassVar[str]
+    kind: ClassVar[str] = "pairwise"
 
     @abstractmethod
     def messages(self, item: JudgeItem) -> list[Message]:
@@ -62,9 +78,30 @@ class JudgePrompt(ABC):
         """The exact final line this prompt asks for (prompts without strength ignore `strength`)."""
 
 
-PROMPTS: Registry[JudgePrompt] = Registry("prompt")
+class PointwiseJudgePrompt(ABC):
+    """A pointwise judge prompt: renders a `PointwiseItem` (one response) and parses the score it gets."""
 
-P = TypeVar("P", bound=type[JudgePrompt])
+    name: ClassVar[str]
+    kind: ClassVar[str] = "pointwise"
+
+    @abstractmethod
+    def messages(self, item: PointwiseItem) -> list[Message]:
+        """The chat turns shown to the judge: a system message, then a user message with the response."""
+
+    @abstractmethod
+    def parse(self, text: str) -> Judgment:
+        """Read the judge's output strictly; never raises on malformed text (see `Judgment.error`)."""
+
+    @abstractmethod
+    def verdict(self, score: int) -> str:
+        """The exact final verdict this prompt asks for, for `score`."""
+
+
+AnyPrompt = JudgePrompt | PointwiseJudgePrompt
+
+PROMPTS: Registry[AnyPrompt] = Registry("prompt")
+
+P = TypeVar("P", bound=type[JudgePrompt] | type[PointwiseJudgePrompt])
 
 
 def register_prompt(name: str) -> Callable[[P], P]:

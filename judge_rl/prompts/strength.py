@@ -39,24 +39,33 @@ a decoder leaves behind (e.g. `<|im_end|>`) are not stripped: decode with skip_s
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from judge_rl.data.pairs import JudgeItem
 from judge_rl.prompts.base import JudgePrompt, Judgment, Message, register_prompt
+from judge_rl.prompts.think import (  # noqa: F401  (the think-block reasons are part of this module's list)
+    EMPTY_OUTPUT,
+    EMPTY_THINK,
+    MISSING_THINK,
+    NO_VERDICT,
+    SEVERAL_THINK,
+    TEXT_BEFORE_THINK,
+    THINK_CLOSE,
+    THINK_OPEN,
+    UNCLOSED_THINK,
+    split_think,
+    think_block,
+)
+
+if TYPE_CHECKING:
+    from judge_rl.data.pairs import JudgeItem
 
 VERDICT_TEMPLATE = "Therefore, Response ({winner}) is better, and the strength is [[{strength}]]."
 BINARY_VERDICT_TEMPLATE = "Therefore, Response ({winner}) is better."
 
 STRENGTHS = (1, 2, 3)
 
-# Failure reasons (Judgment.error), in the order the parser checks them.
-EMPTY_OUTPUT = "empty output"
-MISSING_THINK = "missing <think> block"
-TEXT_BEFORE_THINK = "text before <think>"
-UNCLOSED_THINK = "unclosed <think> block"
-SEVERAL_THINK = "several <think> blocks"
-EMPTY_THINK = "empty <think> block"
-NO_VERDICT = "no verdict line after </think>"
+# Failure reasons (Judgment.error), in the order the parser checks them (the first seven, shared by
+# every prompt, live in judge_rl.prompts.think).
 SEVERAL_VERDICTS = "several verdict lines"
 TEXT_AFTER_VERDICT = "text after verdict line"
 TEXT_BEFORE_VERDICT = "text between </think> and verdict line"
@@ -77,8 +86,6 @@ FAILURE_REASONS = (
     BAD_TEMPLATE,
     STRENGTH_OUT_OF_RANGE,
 )
-
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 SYSTEM_PROMPT = "You are an impartial judge. Decide which of two responses better answers the question."
 
@@ -127,6 +134,17 @@ def binary_verdict_line(winner: str) -> str:
     return BINARY_VERDICT_TEMPLATE.format(winner=winner)
 
 
+def pairwise_messages(item: JudgeItem, instruction: str) -> list[Message]:
+    """The system message and the user turn (question, Response (a), Response (b), then `instruction`)."""
+    user = USER_TEMPLATE.format(
+        question=item.pair.question,
+        response_a=item.response_a,
+        response_b=item.response_b,
+        instruction=instruction,
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
 class ThinkVerdictPrompt(JudgePrompt):
     """Shared by Think-J's prompts: the same messages and `<think>` structure, a prompt-specific final line."""
 
@@ -134,36 +152,17 @@ class ThinkVerdictPrompt(JudgePrompt):
     verdict_pattern: ClassVar[re.Pattern[str]]
 
     def messages(self, item: JudgeItem) -> list[Message]:
-        user = USER_TEMPLATE.format(
-            question=item.pair.question,
-            response_a=item.response_a,
-            response_b=item.response_b,
-            instruction=self.instruction,
-        )
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        return pairwise_messages(item, self.instruction)
 
     def output(self, thinking: str, winner: str, strength: int | None = None) -> str:
         """A complete well-formed judge output (gold traces): the thinking in a block, then the verdict."""
-        if not thinking.strip() or THINK_OPEN in thinking or THINK_CLOSE in thinking:
-            raise ValueError("thinking must be non-blank and must not contain <think> tags")
-        return f"{THINK_OPEN}\n{thinking.strip()}\n{THINK_CLOSE}\n{self.verdict(winner, strength)}"
+        return think_block(thinking) + self.verdict(winner, strength)
 
     def parse(self, text: str) -> Judgment:
-        if not text.strip():
-            return Judgment.failure(EMPTY_OUTPUT)
-        body = text.lstrip()
-        if not body.startswith(THINK_OPEN):
-            return Judgment.failure(TEXT_BEFORE_THINK if THINK_OPEN in body else MISSING_THINK)
-        if THINK_CLOSE not in body:
-            return Judgment.failure(UNCLOSED_THINK)
-        if body.count(THINK_OPEN) > 1 or body.count(THINK_CLOSE) > 1:
-            return Judgment.failure(SEVERAL_THINK)
-        thinking, after = body[len(THINK_OPEN) :].split(THINK_CLOSE, 1)
-        if not thinking.strip():
-            return Judgment.failure(EMPTY_THINK)
+        after, error = split_think(text)
+        if error is not None:
+            return Judgment.failure(error)
         lines = [line.strip() for line in after.splitlines() if line.strip()]
-        if not lines:
-            return Judgment.failure(NO_VERDICT)
         verdict_like = [i for i, line in enumerate(lines) if _VERDICT_LIKE.search(line)]
         if len(verdict_like) > 1:
             return Judgment.failure(SEVERAL_VERDICTS)

@@ -1,5 +1,14 @@
 """Judge rewards, by name, and `compute_score`, the entry point verl imports by file path.
 
+Registered rewards (each parses with the prompt of the same name):
+
+  "strength", "binary"    Think-J (judge_rl.rewards.strength)
+  "margin"                Think-J's score prompt, right side + score margin (judge_rl.rewards.margin)
+  "judgelrm"              JudgeLRM: format + relation + absolute + confidence (judge_rl.rewards.judgelrm)
+  "pairwise_tag"          OpenJudge pairwise: right/wrong (judge_rl.rewards.openjudge)
+  "pointwise"             OpenJudge pointwise: one response scored 0..4 against a binary or graded
+                          label; its ground truth is `{"label", "scale"}` (judge_rl.rewards.openjudge)
+
 verl 0.9 loads `reward.custom_reward_function.path` / `.name` (here: this file, `compute_score`)
 and calls it per sample as `compute_score(data_source=..., solution_str=..., ground_truth=...,
 extra_info=..., **reward_kwargs)`, the `reward_kwargs` coming from the config. Here those kwargs
@@ -15,7 +24,21 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Mapping
 
-from judge_rl.rewards.base import REWARDS, GroundTruth, Reward, RewardOutput, parse_ground_truth, register_reward
+from judge_rl.rewards.base import (
+    REWARDS,
+    GroundTruth,
+    PairwiseReward,
+    PointwiseReward,
+    PointwiseTruth,
+    Reward,
+    RewardOutput,
+    parse_ground_truth,
+    parse_pointwise_ground_truth,
+    register_reward,
+)
+from judge_rl.rewards.judgelrm import JudgeLRMReward
+from judge_rl.rewards.margin import MarginReward
+from judge_rl.rewards.openjudge import PairwiseTagReward, PointwiseScoreReward
 from judge_rl.rewards.strength import BinaryReward, StrengthReward
 
 DEFAULT_REWARD = "strength"
@@ -50,7 +73,9 @@ def compute_score(
     """verl's custom reward function: score one judge output (see the package docstring).
 
     The reward is `kwargs["reward_name"]`, else `extra_info["reward_name"]`, else "strength"; the
-    other kwargs are its weights. `data_source` is accepted for verl's signature and not used.
+    other kwargs are its weights. The reward reads `ground_truth` itself (pairwise rewards a
+    `{"winner", "strength"}` label, "pointwise" a `{"label", "scale"}` one; a mapping or its JSON
+    text). `data_source` is accepted for verl's signature and not used.
     """
     weights = {k: v for k, v in kwargs.items() if k not in VERL_KWARGS}
     default = DEFAULT_REWARD
@@ -65,6 +90,13 @@ __all__ = [
     "REWARDS",
     "BinaryReward",
     "GroundTruth",
+    "JudgeLRMReward",
+    "MarginReward",
+    "PairwiseReward",
+    "PairwiseTagReward",
+    "PointwiseReward",
+    "PointwiseScoreReward",
+    "PointwiseTruth",
     "Reward",
     "RewardOutput",
     "StrengthReward",
@@ -72,5 +104,6 @@ __all__ = [
     "compute_score",
     "get_reward",
     "parse_ground_truth",
+    "parse_pointwise_ground_truth",
     "register_reward",
 ]

@@ -22,14 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from judge_rl.prompts.base import Judgment
-from judge_rl.rewards.base import MAX_STRENGTH_ERROR, GroundTruth, Reward, register_reward
+from judge_rl.rewards.base import MAX_STRENGTH_ERROR, GroundTruth, PairwiseReward, register_reward
 
 STRENGTH_SCALE = 8.0  # Think-J's divisor: the largest error (2) costs a right verdict a quarter of its reward
 
 
 @register_reward("strength")
 @dataclass(frozen=True)
-class StrengthReward(Reward):
+class StrengthReward(PairwiseReward):
     """Think-J's strength reward, parsed with the "strength" prompt."""
 
     prompt = "strength"
@@ -54,7 +54,7 @@ class StrengthReward(Reward):
 
 @register_reward("binary")
 @dataclass(frozen=True)
-class BinaryReward(Reward):
+class BinaryReward(PairwiseReward):
     """Right/wrong only, parsed with the "binary" prompt (Think-J's cot variant)."""
 
     prompt = "binary"

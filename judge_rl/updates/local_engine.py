@@ -428,7 +428,9 @@ def rollout_metrics(r: ScoredRollouts) -> dict[str, float]:
     }
     numeric = {k for k, v in r.rewards[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "score"}
     for key in sorted(numeric):
-        vals = [float(x[key]) for x in r.rewards if float(x[key]) >= 0 or key not in ("strength_error", "pred_strength")]
+        # -1 marks "not available" in the predicted-value components (no strength, no parse): skip it
+        skip_missing = key.startswith("pred_") or key.endswith("_error")
+        vals = [float(x[key]) for x in r.rewards if not (skip_missing and float(x[key]) == -1)]
         if vals:
             m[f"reward/{key}"] = float(np.mean(vals))
     m["reward/parse_failure_rate"] = float(np.mean([bool(x.get("parse_error")) for x in r.rewards]))

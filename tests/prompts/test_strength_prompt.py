@@ -32,10 +32,10 @@ def v(winner: str, strength: int) -> str:
 
 
 def test_registry_holds_instances_with_names() -> None:
-    assert PROMPTS.names() == ["binary", "strength"]
+    assert PROMPTS.names() == ["binary", "judgelrm", "margin", "pairwise_tag", "pointwise", "strength"]
     assert isinstance(STRENGTH, StrengthPrompt) and STRENGTH.name == "strength"
     assert isinstance(BINARY, BinaryPrompt) and BINARY.name == "binary"
-    with pytest.raises(KeyError, match="known: binary, strength"):
+    with pytest.raises(KeyError, match="known: binary, judgelrm, margin, pairwise_tag, pointwise, strength"):
         get_prompt("nope")
 
 
@@ -43,6 +43,8 @@ def test_judgment_ok() -> None:
     assert ok("a", 1).ok
     assert not fail("empty output").ok
     assert Judgment.failure("x") == Judgment(None, None, "x")
+    assert Judgment.failure("x") == Judgment(None, None, "x", scores=None, score=None)
+    assert Judgment("a", 2, None).scores is None and Judgment("a", 2, None).score is None  # new fields default to None
 
 
 def test_verdict_lines() -> None:

@@ -27,13 +27,13 @@ def test_grpo_advantages_match_verl():
     rewards = token_level_scores(scores, mask)
     assert rewards.sum(-1).tolist() == scores.tolist()
     assert rewards[0, 2] == 1.0 and rewards[2, 3] == 0.75  # on the last valid token
-    ours = compute_advantages(AlgorithmConfig(adv_estimator="grpo"), rewards, mask, uids)
+    ours, _ = compute_advantages(AlgorithmConfig(adv_estimator="grpo"), rewards, mask, uids)
     theirs, _ = core_algos.compute_grpo_outcome_advantage(rewards, mask, uids, norm_adv_by_std_in_grpo=True)
     torch.testing.assert_close(ours, theirs)
     g1 = torch.tensor([1.0, 0.0, 0.75])
     expected = (g1 - g1.mean()) / (g1.std() + 1e-6)
     torch.testing.assert_close(ours[:3, 0], expected)
-    dr = compute_advantages(AlgorithmConfig(adv_estimator="grpo", norm_adv_by_std_in_grpo=False), rewards, mask, uids)
+    dr, _ = compute_advantages(AlgorithmConfig(adv_estimator="grpo", norm_adv_by_std_in_grpo=False), rewards, mask, uids)
     torch.testing.assert_close(dr[:3, 0], g1 - g1.mean())
 
 
@@ -87,7 +87,7 @@ def test_grpo_step_moves_weights_towards_high_reward_samples():
     # first-order improvement: log-probs of positive-advantage samples went up relative to negative ones
     with torch.no_grad():
         lp_after = response_log_probs(policy, rollouts.batch, 1.0, False)[0]
-    adv = compute_advantages(algo, token_level_scores(rollouts.scores, rollouts.batch.response_mask),
+    adv, _ = compute_advantages(algo, token_level_scores(rollouts.scores, rollouts.batch.response_mask),
                              rollouts.batch.response_mask, rollouts.batch.uids)
     mask = rollouts.batch.response_mask
     gain = ((lp_after - lp_before) * adv * mask).sum()
