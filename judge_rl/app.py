@@ -157,7 +157,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
         found = latest_checkpoint(run_dir / "checkpoints")
         logger.drop_steps_after(found[0] if found else 0)
-        rl = engine(job, init_model, train_items, prompt.messages, score_fn, logger.log, run_dir)
+        group_fn = reward.combine if getattr(reward, "both_orders", False) else None
+        rl = engine(job, init_model, train_items, prompt.messages, score_fn, logger.log, run_dir, group_fn=group_fn)
         history = logger.history()
         results["rl"] = {"resumed_from": rl.resumed_from, "steps": len(history)}
         curve = reward_curve(history)

@@ -184,8 +184,13 @@ def validate(job: JobConfig) -> None:
     unknown = [s for s in job.stages if s not in STAGES]
     if unknown:
         raise ValueError(f"stages: unknown stage(s) {unknown}; known: {list(STAGES)}")
-    build_reward(job.reward.name, **job.reward.weights)  # unknown weight names / failure > wrong raise here
+    reward = build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
     a = job.algorithm
+    if getattr(reward, "both_orders", False) and (a.rollout_n < 2 or a.rollout_n % 2):
+        raise ValueError(
+            f"reward={job.reward.name} rolls out both orders of a pair, half the samples each: "
+            f"algorithm.rollout_n={a.rollout_n} must be even and >= 2"
+        )
     if a.adv_estimator in ("grpo", "rloo", "reinforce_plus_plus_baseline") and a.rollout_n < 2:
         raise ValueError(
             f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, it needs >= 2"

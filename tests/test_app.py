@@ -95,3 +95,22 @@ def test_killed_run_resumes_from_its_checkpoint_and_matches_an_uninterrupted_run
         for key in ("critic/score/mean", "response_length/mean", "actor/pg_loss", "actor/kl_loss"):
             assert ma[key] == pytest.approx(mb[key], rel=1e-4, abs=1e-6), (ma["step"], key)
     assert straight["rl"]["steps"] == 3
+
+
+REWARD_OPTIONS = sorted(p.stem for p in (REPO_ROOT / "conf" / "reward").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("reward", REWARD_OPTIONS)
+def test_every_reward_option_trains_and_evaluates(reward, tmp_path):
+    """SFT on gold outputs written for the reward's prompt, 2 RL steps, and the evaluation of its mode."""
+    results = run(compose_config([*TINY_RUN, f"reward={reward}", "stages=[sft,rl,eval_rl]", f"run_dir={tmp_path}"]))
+    metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert all(isinstance(m["actor/pg_loss"], float) for m in metrics)
+    assert "reward/format_ok" in metrics[0] and "reward/parse_failure_rate" in metrics[0]
+    overall = results["eval/rl"]
+    key = "score_accuracy" if reward == "pointwise" else "accuracy"
+    assert 0.0 <= overall[key] <= 1.0 and overall["parse_failure_rate"] == 1.0  # an untrained tiny model
+    records = (tmp_path / "eval" / "rl" / "judgments.jsonl").read_text().splitlines()
+    assert len(records) == 8  # 4 pairs x (both orders | both responses)
+    assert results["sft"]["sft/examples"] == 8

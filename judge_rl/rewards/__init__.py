@@ -36,6 +36,7 @@ from judge_rl.rewards.base import (
     parse_pointwise_ground_truth,
     register_reward,
 )
+from judge_rl.rewards.consistency import ConsistencyReward
 from judge_rl.rewards.judgelrm import JudgeLRMReward
 from judge_rl.rewards.margin import MarginReward
 from judge_rl.rewards.openjudge import PairwiseTagReward, PointwiseScoreReward
@@ -89,6 +90,7 @@ def compute_score(
 __all__ = [
     "REWARDS",
     "BinaryReward",
+    "ConsistencyReward",
     "GroundTruth",
     "JudgeLRMReward",
     "MarginReward",

@@ -81,6 +81,7 @@ def train_local(
     score_fn: Callable[..., dict[str, Any]],
     log: Callable[[dict[str, float], int], None],
     run_dir: Path,
+    group_fn: Callable | None = None,
 ) -> RLResult:
     final_dir = run_dir / "rl_model"
     ckpt_root = run_dir / "checkpoints"
@@ -105,7 +106,9 @@ def train_local(
     if job.algorithm.critic.enabled:
         critic_source = found[1] / "critic" if found else init_model
         critic = load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source, seed=job.seed)
-    engine = LocalEngine(policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn, critic)
+    engine = LocalEngine(
+        policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn, critic, group_fn=group_fn
+    )
     if found:
         engine.load_state_dict(torch.load(found[1] / "trainer_state.pt", map_location=device))
         engine.global_step = start

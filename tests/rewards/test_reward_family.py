@@ -64,6 +64,10 @@ WELL_FORMED: dict[str, tuple[list[str], list[dict[str, object]]]] = {
         [get_prompt("strength").output("w", w, k) for w in "ab" for k in (1, 2, 3)],  # type: ignore[union-attr]
         pairwise_truths(False),
     ),
+    "consistency": (
+        [get_prompt("strength").output("w", w, k) for w in "ab" for k in (1, 2, 3)],  # type: ignore[union-attr]
+        pairwise_truths(False),
+    ),
     "binary": ([get_prompt("binary").output("w", w) for w in "ab"], pairwise_truths(False)),  # type: ignore[union-attr]
     "margin": (
         [margin_out(x, y) for x, y in [(51, 50), (50, 51), (100, 0), (0, 100), (70, 30), (30, 70)]],
@@ -90,6 +94,9 @@ GRID = [-1.0, -0.25, 0.0, 0.1, 0.5, 1.0, 4.0]
 MAX_COMBOS = 1500
 
 
+PROMPT_OF = {"consistency": "strength"}  # rewards that reuse another mode's prompt
+
+
 def _project_rewards() -> list[str]:
     # other tests may register rewards of their own (e.g. a signal for untrained models): skip those
     return [n for n in REWARDS.names() if get_reward(n).__module__.startswith("judge_rl.")]
@@ -101,7 +108,7 @@ def test_every_registered_reward_is_covered() -> None:
     assert get_reward("pairwise_tag") is PairwiseTagReward and get_reward("pointwise") is PointwiseScoreReward
     for name in _project_rewards():
         cls = get_reward(name)
-        assert cls.name == name and cls.prompt == name
+        assert cls.name == name and cls.prompt == PROMPT_OF.get(name, name)
         base = PointwiseReward if get_prompt(cls.prompt).kind == "pointwise" else PairwiseReward
         assert issubclass(cls, base)
 

@@ -38,14 +38,14 @@ def gt(winner: str, strength: int | None) -> dict[str, object]:
 
 def test_registry() -> None:
     project = [n for n in REWARDS.names() if REWARDS.get(n).__module__.startswith("judge_rl.")]
-    assert project == ["binary", "judgelrm", "margin", "pairwise_tag", "pointwise", "strength"]
+    assert project == ["binary", "consistency", "judgelrm", "margin", "pairwise_tag", "pointwise", "strength"]
     assert REWARDS.get("strength") is StrengthReward and StrengthReward.name == "strength"
     assert REWARDS.get("binary") is BinaryReward and BinaryReward.name == "binary"
     assert StrengthReward.prompt == "strength" and BinaryReward.prompt == "binary"
     assert get_reward("strength") is StrengthReward and get_reward("binary") is BinaryReward
     assert get_reward("strength")() == StrengthReward(0.0, 1.0, 1.0, 0.0)
     assert build_reward("binary", correct_weight=2.0) == BinaryReward(correct_weight=2.0)
-    with pytest.raises(KeyError, match="known: binary, judgelrm, margin, pairwise_tag, pointwise, strength"):
+    with pytest.raises(KeyError, match="known: binary, consistency, judgelrm, margin, pairwise_tag, pointwise, strength"):
         get_reward("nope")
     with pytest.raises(TypeError, match="'strength_weight'"):
         build_reward("binary", strength_weight=1.0)
