@@ -71,6 +71,7 @@ class AlgorithmConfig:
     kl_loss_type: str = "low_var_kl"
     clip_ratio: float = 0.2
     loss_agg_mode: str = "token-mean"
+    loss_scale_factor: Optional[int] = None  # seq-mean-token-sum-norm divisor; None: the batch's response width
     entropy_coeff: float = 0.0
     ppo_epochs: int = 1
     ppo_mini_batch_size: Optional[int] = None  # prompts per optimizer step (verl's unit); None: the whole batch

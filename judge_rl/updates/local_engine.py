@@ -38,6 +38,7 @@ def actor_config(algo: AlgorithmConfig, micro: int) -> ActorConfig:
         clip_ratio_low=algo.clip_ratio,
         clip_ratio_high=algo.clip_ratio,
         loss_agg_mode=algo.loss_agg_mode,
+        loss_scale_factor=algo.loss_scale_factor,
         entropy_coeff=algo.entropy_coeff,
         use_kl_loss=algo.use_kl_loss,
         kl_loss_coef=algo.kl_loss_coef,
@@ -276,7 +277,10 @@ class LocalEngine:
                 mini_mask = batch.response_mask[mini_idx]
                 cfg = actor_config(algo, micro)
                 cfg.global_batch_info.update(
-                    dp_size=1, batch_num_tokens=int(mini_mask.sum().item()), global_batch_size=len(mini_idx)
+                    dp_size=1,
+                    batch_num_tokens=int(mini_mask.sum().item()),
+                    global_batch_size=len(mini_idx),
+                    loss_scale_factor=algo.loss_scale_factor,
                 )
                 self.optimizer.zero_grad(set_to_none=True)
                 pg_total = kl_total = ent_total = 0.0
@@ -377,6 +381,7 @@ class LocalEngine:
                         dp_size=1,
                         batch_num_tokens=n_tokens,
                         global_batch_size=len(mini_idx),
+                        loss_scale_factor=algo.loss_scale_factor,
                     )
                     vf_loss.backward()
                     loss_total += vf_loss.item()
