@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from judge_rl.prompts.base import JudgePrompt, Judgment, Message, register_prompt
 from judge_rl.prompts.strength import pairwise_messages
-from judge_rl.prompts.think import SCORE_OUT_OF_RANGE, THINK_REASONS, TagReasons, ThinkTagParser, think_block
+from judge_rl.prompts.think import INTEGER, SCORE_OUT_OF_RANGE, THINK_REASONS, TagReasons, ThinkTagParser, think_block
 
 if TYPE_CHECKING:
     from judge_rl.data.pairs import JudgeItem
@@ -53,8 +53,7 @@ JUDGELRM_INSTRUCTION = (
 # Gold scores (winner, loser) by labelled strength, for traces written from labels.
 GOLD_SCORES = {1: (6, 4), 2: (7, 3), 3: (8, 2)}
 
-_INT = r"(-?(?:0|[1-9][0-9]*))"
-_CONTENT = re.compile(_INT + r"\s*,\s*" + _INT)
+_CONTENT = re.compile(INTEGER + r"\s*,\s*" + INTEGER)
 
 
 def _check_score(score: int) -> int:

@@ -38,7 +38,7 @@ from judge_rl.prompts.strength import (
     TEXT_BEFORE_VERDICT,
     ThinkVerdictPrompt,
 )
-from judge_rl.prompts.think import SCORE_OUT_OF_RANGE, THINK_REASONS, think_block
+from judge_rl.prompts.think import INTEGER, SCORE_OUT_OF_RANGE, THINK_REASONS, think_block
 
 MARGIN_TEMPLATE = (
     "Therefore, the score of Response (a) is [[{score_a}]] and the score of Response (b) is [[{score_b}]]."
@@ -68,10 +68,9 @@ MARGIN_INSTRUCTION = (
 # preference gets a wider gap (20, 40, 60 points).
 GOLD_SCORES = {1: (60, 40), 2: (70, 30), 3: (80, 20)}
 
-_INT = r"(-?(?:0|[1-9][0-9]*))"
 _MARGIN_VERDICT = re.compile(
-    r"Therefore, the score of Response \(a\) is \[\[" + _INT
-    + r"\]\] and the score of Response \(b\) is \[\[" + _INT + r"\]\]\."
+    r"Therefore, the score of Response \(a\) is \[\[" + INTEGER
+    + r"\]\] and the score of Response \(b\) is \[\[" + INTEGER + r"\]\]\."
 )
 
 

@@ -50,6 +50,8 @@ THINK_REASONS = (EMPTY_OUTPUT, MISSING_THINK, TEXT_BEFORE_THINK, UNCLOSED_THINK,
 
 # Shared by the prompts that ask for numeric scores.
 SCORE_OUT_OF_RANGE = "score out of range"
+# An integer score as written in a verdict (a leading minus is captured so it fails as out of range).
+INTEGER = r"(-?(?:0|[1-9][0-9]*))"
 
 
 def split_think(text: str) -> tuple[str, str | None]:

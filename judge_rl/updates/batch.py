@@ -72,6 +72,16 @@ def build_batch(generations: Sequence[Generation], uids: Sequence[str], pad_id: 
     return RolloutBatch(input_ids, attention, position_ids, input_ids[:, P:], response_mask, P, np.asarray(uids))
 
 
+def _forward(model, batch: RolloutBatch, **kwargs) -> torch.Tensor:
+    return model(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        use_cache=False,
+        **kwargs,
+    ).logits
+
+
 def response_log_probs(
     model, batch: RolloutBatch, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -79,14 +89,7 @@ def response_log_probs(
     R = batch.responses.shape[1]
     # Only the last R + 1 positions predict response tokens: skipping the LM head over the prompt
     # saves a large share of the compute with a 49k-token vocabulary.
-    logits = model(
-        input_ids=batch.input_ids,
-        attention_mask=batch.attention_mask,
-        position_ids=batch.position_ids,
-        use_cache=False,
-        logits_to_keep=R + 1,
-    ).logits
-    logits = logits[:, :R].float() / temperature
+    logits = _forward(model, batch, logits_to_keep=R + 1)[:, :R].float() / temperature
     log_probs = verl_F.logprobs_from_logits(logits, batch.responses)
     entropy = verl_F.entropy_from_logits(logits) if with_entropy else None
     return log_probs, entropy
@@ -104,10 +107,4 @@ def response_values(critic, batch: RolloutBatch) -> torch.Tensor:
     """The critic's value for each response token: the value head's output one position earlier,
     the state before the token is chosen (verl's critic takes values[:, -R - 1 : -1])."""
     R = batch.responses.shape[1]
-    out = critic(
-        input_ids=batch.input_ids,
-        attention_mask=batch.attention_mask,
-        position_ids=batch.position_ids,
-        use_cache=False,
-    ).logits
-    return out[:, -R - 1 : -1, 0].float()
+    return _forward(critic, batch)[:, -R - 1 : -1, 0].float()
