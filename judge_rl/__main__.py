@@ -1,6 +1,7 @@
 """`python -m judge_rl [overrides]`: the main job (see judge_rl/app.py)."""
 
 import os
+import sys
 from pathlib import Path
 
 import hydra
@@ -19,5 +20,11 @@ def main(cfg: DictConfig) -> None:
     run(cfg)
 
 
+def _flags_to_overrides(argv: list[str]) -> list[str]:
+    """`--dry-run` is sugar for the override `dry_run=true` (Hydra owns the other flags)."""
+    return ["dry_run=true" if a == "--dry-run" else a for a in argv]
+
+
 if __name__ == "__main__":
+    sys.argv = [sys.argv[0], *_flags_to_overrides(sys.argv[1:])]
     main()

@@ -31,6 +31,7 @@ from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
 from judge_rl.updates import ENGINES
 from judge_rl.updates import rl_loop  # noqa: F401  (registers the local engine)
+from judge_rl.engines.verl.launch import dry_run  # importing it registers the verl engine
 from judge_rl.updates.sft import run_sft, sft_examples
 
 
@@ -86,6 +87,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     run_dir = Path(job.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(job)))
+    if job.dry_run:
+        return dry_run(job, run_dir)
     torch.manual_seed(job.seed)
     if job.cluster.threads:
         torch.set_num_threads(job.cluster.threads)

@@ -105,9 +105,16 @@ class DataConfig:
 @dataclass
 class ClusterConfig:
     name: str = "local"
-    engine: str = "local"
+    engine: str = "local"  # local | verl
     device: str = "auto"
     threads: Optional[int] = None
+    # verl engine only
+    n_gpus_per_node: int = 1
+    nnodes: int = 1
+    ray_address: Optional[str] = None  # an existing Ray cluster ("auto" or host:port); None: verl starts one
+    # dotted verl keys set last (e.g. actor_rollout_ref.rollout.tensor_model_parallel_size: 4); a key
+    # verl does not read is refused
+    verl_overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -166,6 +173,7 @@ class JobConfig:
     cache_dir: str = "~/.cache/judge_rl"
     run_dir: str = "outputs/run"
     stages: list[str] = field(default_factory=lambda: list(STAGES))
+    dry_run: bool = False  # verl engine: print the verl command and config, launch nothing
 
 
 def to_job_config(cfg: DictConfig) -> JobConfig:
@@ -214,7 +222,9 @@ def validate(job: JobConfig) -> None:
         raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
     if a.kl_ctrl.type not in ("fixed", "adaptive"):
         raise ValueError(f"algorithm.kl_ctrl.type={a.kl_ctrl.type!r}: expected fixed or adaptive")
-    if job.cluster.engine != "local":
-        raise ValueError(f"cluster.engine={job.cluster.engine!r}: only the 'local' engine runs jobs today")
+    if job.cluster.engine not in ("local", "verl"):
+        raise ValueError(f"cluster.engine={job.cluster.engine!r}: expected local or verl")
+    if job.dry_run and job.cluster.engine != "verl":
+        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
     if job.cluster.device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")

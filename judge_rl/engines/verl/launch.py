@@ -1,0 +1,120 @@
+"""Run a judge_rl job on verl: export data, translate the config, launch verl's trainer in its own process.
+
+Each verl job is a fresh `python -m judge_rl.engines.verl.entry <config>` process, so a Hydra multirun
+never reuses the previous job's Ray session or GPU memory. The translated config is written, fully
+resolved, to `<run_dir>/verl/ppo_trainer.yaml` (no secrets in it); the entry process adds the W&B
+settings from its environment to Ray's runtime environment in memory, so Ray workers on an existing
+cluster log to the same place without the key ever touching a file or a log.
+
+`dry_run=true` (or `--dry-run`) prints the command and the config and launches nothing: the way to
+check a cluster job from a laptop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from omegaconf import OmegaConf
+
+from judge_rl.config import JobConfig
+from judge_rl.engines.verl.export import export_job_data, reward_module_path
+from judge_rl.engines.verl.translate import validate, verl_config
+from judge_rl.reports.console import console
+from judge_rl.updates import ENGINES
+from judge_rl.updates.rl_loop import RLResult
+
+# Forwarded by name to Ray workers (values only ever come from the environment).
+FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME")
+
+
+def experiment_name(job: JobConfig, run_dir: Path) -> str:
+    """Unique per job: verl auto-resumes a run whose experiment name and checkpoint dir match, so two
+    sweep points must never share one, while re-running the same run_dir must keep it."""
+    digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:8]
+    return f"{job.model.name}-{job.algorithm.name}-{job.reward.name}-{digest}"
+
+
+def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
+    """Data files, the translated and validated verl config, its path and the launch command."""
+    data = export_job_data(job, run_dir / "verl" / "data")
+    cfg = verl_config(
+        job,
+        data_files=data,
+        reward_module=reward_module_path(),
+        experiment_name=experiment_name(job, run_dir),
+        ckpt_dir=str((run_dir / "verl" / "checkpoints").resolve()),
+        n_gpus_per_node=job.cluster.n_gpus_per_node,
+        nnodes=job.cluster.nnodes,
+        extra=dict(job.cluster.verl_overrides) or None,
+        init_model=str(init_model) if init_model else None,
+    )
+    validate(cfg)
+    path = run_dir / "verl" / "ppo_trainer.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(OmegaConf.to_yaml(cfg))
+    command = [sys.executable, "-m", "judge_rl.engines.verl.entry", str(path.resolve())]
+    return cfg, path, command
+
+
+def launch_env(job: JobConfig) -> dict[str, str]:
+    env = dict(os.environ)
+    if job.cluster.ray_address:
+        env["RAY_ADDRESS"] = job.cluster.ray_address
+    return env
+
+
+def shown_command(job: JobConfig, command: list[str]) -> str:
+    shown = " ".join(shlex.quote(c) for c in command)
+    if job.cluster.ray_address:
+        shown = f"RAY_ADDRESS={shlex.quote(job.cluster.ray_address)} {shown}"
+    return shown
+
+
+def dry_run(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+    """Everything a launch does (data exported, config translated, validated and written) but the launch;
+    prints the command and the config."""
+    cfg, path, command = prepare(job, run_dir)
+    console.print(f"[bold]verl dry run[/bold]: would launch\n  {shown_command(job, command)}\nwith {path}:")
+    console.print(OmegaConf.to_yaml(cfg), markup=False, highlight=False)
+    return {"run_dir": str(run_dir), "verl_config": str(path), "command": command,
+            "experiment_name": cfg.trainer.experiment_name}
+
+
+@ENGINES.register("verl")
+def train_verl(
+    job: JobConfig,
+    init_model: Path | None,
+    items: Sequence[Any],
+    messages_fn: Callable,
+    score_fn: Callable,
+    log: Callable[[dict[str, float], int], None],
+    run_dir: Path,
+    group_fn: Callable | None = None,
+) -> RLResult:
+    if group_fn is not None:
+        raise ValueError(f"reward={job.reward.name} pairs samples across a group: it runs on cluster=local only")
+    cfg, path, command = prepare(job, run_dir, init_model)
+    console.print(f"verl: launching {shown_command(job, command)}")
+    subprocess.run(command, env=launch_env(job), check=True)
+    return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=[])
+
+
+def merged_model_dir(cfg, run_dir: Path) -> Path:
+    """verl saves sharded FSDP checkpoints; merge the last one into a Hugging Face directory with
+    verl's own `python -m verl.model_merger` so evaluation can load it."""
+    ckpt_root = Path(cfg.trainer.default_local_dir)
+    step = (ckpt_root / "latest_checkpointed_iteration.txt").read_text().strip()
+    actor_dir = ckpt_root / f"global_step_{step}" / "actor"
+    target = run_dir / "rl_model"
+    subprocess.run(
+        [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
+         "--local_dir", str(actor_dir), "--target_dir", str(target)],
+        check=True,
+    )
+    return target
