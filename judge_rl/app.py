@@ -138,6 +138,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             f"eval {label}: {headline} ({out['judged_now']} judged, {out['reused']} reused, {out['seconds']:.0f}s)"
         )
         del model
+        if device.type == "cuda":
+            torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
 
     init_model: Path | None = None
     if "eval_base" in job.stages:
