@@ -256,22 +256,23 @@ def rb2_ties_score(prompts: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     equally correct answers and some incorrect ones; RB2 ships each prompt as a "ref" variant (one correct
     answer, several incorrect) and a "tied" variant (several correct answers, several incorrect).
 
-    What is implemented (from memory of RB2's `process_single_model` ties scoring; weights and terms NOT
-    verified against the source):
-      per variant: accurate, diff_correct (spread among correct), corr_incorrect (worst correct - best
-      incorrect) as in `_ties_prompt_stats`;
-      ref_accuracy  = mean accurate over "ref" variants; tied_accuracy = mean accurate over "tied" variants;
-      over prompt_ids having both variants and a defined tied diff_correct margin:
+    Reproduces `rewardbench.utils.process_single_model` (allenai/reward-bench; checked against AllenAI's
+    own adaptation of it, "Original functions: reroll_and_score_dataset, process_single_model,
+    _compute_prompt_stats"):
+      per variant (`_compute_prompt_stats`): accurate = worst correct > best incorrect;
+        different_correct_margin = best correct - worst correct (None with one correct answer);
+        correct_incorrect_margin = worst correct - best incorrect;
+      ref_accuracy / tied_accuracy = mean accurate over "ref" / "tied" variants;
+      over prompt ids having both variants:
         correctness_preferred      = mean[ tied.corr_incorrect > tied.diff_correct ]
         correctness_preferred_hard = mean[ min(ref.corr_incorrect, tied.corr_incorrect) > tied.diff_correct ]
-        correctness_margin_score   = nanmean[ tanh(min(ref.corr_incorrect, tied.corr_incorrect)
-                                                   / tied.diff_correct - 1) ]
-          (x/0 = +-inf so tanh = +-1; 0/0 = NaN is left out of the mean; NaN mean -> 0)
-      score = 0.30 * tied_accuracy + 0.30 * correctness_preferred
-              + 0.20 * correctness_preferred_hard + 0.20 * correctness_margin_score
-    In words: all correct answers must rank above all incorrect ones (accuracy), and the gap between correct
-    and incorrect answers must exceed the spread among the correct answers (margin terms). When no
-    prompt has both variants the margin terms are 0.
+        correctness_margin_score   = mean[ tanh(min(ref.ci, tied.ci) / tied.diff_correct - 1) ], numpy
+          semantics: x/0 = +-inf (tanh = +-1), 0/0 = NaN counted as 0 (np.nan_to_num)
+      score = 0.30 * tied_accuracy + 0.30 * ref_accuracy + 0.20 * correctness_preferred
+              + 0.20 * correctness_preferred_hard + 0.01 * correctness_margin_score
+    Deviation: upstream would crash on a shared prompt whose tied variant has a single correct answer
+    (None margin); such prompts are left out of the margin terms here. With no shared prompt the margin
+    terms are 0 (upstream: NaN means).
     """
     ref: dict[Hashable, tuple] = {}
     tied: dict[Hashable, tuple] = {}
@@ -295,12 +296,17 @@ def rb2_ties_score(prompts: Iterable[Mapping[str, Any]]) -> dict[str, float]:
         pref.append(float(tied_ci > diff))
         pref_hard.append(float(hard > diff))
         m = _safe_ratio_minus_one(hard, diff)
-        if not math.isnan(m):
-            margins.append(math.tanh(m))
+        margins.append(0.0 if math.isnan(m) else math.tanh(m))  # np.nan_to_num(nan=0.0)
     correctness_preferred = _mean(pref) if pref else 0.0
     correctness_preferred_hard = _mean(pref_hard) if pref_hard else 0.0
     margin_score = _mean(margins) if margins else 0.0
-    score = 0.30 * tied_acc + 0.30 * correctness_preferred + 0.20 * correctness_preferred_hard + 0.20 * margin_score
+    score = (
+        0.30 * tied_acc
+        + 0.30 * ref_acc
+        + 0.20 * correctness_preferred
+        + 0.20 * correctness_preferred_hard
+        + 0.01 * margin_score
+    )
     return {
         "score": score,
         "ref_accuracy": ref_acc,
