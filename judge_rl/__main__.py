@@ -8,6 +8,7 @@ import hydra
 from omegaconf import DictConfig
 
 from judge_rl.app import run
+from judge_rl.cli import hydra_task
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = str(REPO_ROOT / "conf")
@@ -17,7 +18,7 @@ os.environ.setdefault("JUDGE_RL_ROOT", str(REPO_ROOT))
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg: DictConfig) -> None:
-    run(cfg)
+    hydra_task(run)(cfg)
 
 
 def _flags_to_overrides(argv: list[str]) -> list[str]:

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from judge_rl.config import JobConfig, to_job_config
+from judge_rl.config import NEUTRAL_KEYS, JobConfig, to_job_config
 from judge_rl.data import load_dataset_pairs
 from judge_rl.data.loaders import is_missing_local_file
 from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions, pointwise_items
 from judge_rl.evaluation.app import load_benchmark_config
 from judge_rl.evaluation.benchmarks import get_benchmark
 from judge_rl.evaluation.engines import HFEngine
-from judge_rl.evaluation.harness import evaluate_benchmark, evaluate_pairs
+from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, evaluate_pairs
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
 from judge_rl.prompts import get_prompt
 from judge_rl.reports.console import console
@@ -34,6 +34,7 @@ from judge_rl.reports.benchmarks import flatten_scalars
 from judge_rl.reports.summary import print_summary, reward_curve
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
+from judge_rl.rundir import claim_run_dir
 from judge_rl.updates import ENGINES
 from judge_rl.updates import rl_loop  # noqa: F401  (registers the local engine)
 from judge_rl.engines.verl.launch import dry_run  # importing it registers the verl engine
@@ -87,11 +88,14 @@ def fit_to_context(pairs: Sequence[PreferencePair], tokenizer, messages_fn, max_
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    t_start = time.perf_counter()
     job = to_job_config(cfg)
-    run_dir = Path(job.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(job)))
+    with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=NEUTRAL_KEYS, console=console) as run_dir:
+        return run_stages(job, run_dir)
+
+
+def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+    """The stages of a validated config, in a claimed run directory."""
+    t_start = time.perf_counter()
     if job.dry_run:
         return dry_run(job, run_dir)
     torch.manual_seed(job.seed)
@@ -123,10 +127,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     results: dict[str, Any] = {"run_dir": str(run_dir)}
     evals: dict[str, dict[str, float]] = {}
     bench_evals: dict[str, dict[str, dict[str, float]]] = {}
+    withheld: list[str] = []  # scores with too many unanswered requests: the run fails once results are saved
 
     def evaluate(stage: str, label: str, checkpoint: Path | None) -> None:
         model = load_model(job.model, job.cache_dir, device, checkpoint=checkpoint, seed=job.seed)
-        engine = HFEngine(model, tokenizer, job.eval.batch_size, identity=f"hf:{job.model.name}:{checkpoint or 'init'}")
+        engine = HFEngine(model, tokenizer, job.eval.batch_size, name=job.model.name)
         t = time.perf_counter()
         out = evaluate_pairs(
             engine,
@@ -137,6 +142,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             chunk_size=2 * job.eval.batch_size,
             reward=reward,
             label=label,
+            max_engine_failure_rate=job.eval.max_engine_failure_rate,
         )
         out["seconds"] = time.perf_counter() - t
         (run_dir / "eval" / stage / "summary.json").write_text(json.dumps(out, indent=2))
@@ -144,7 +150,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         results[f"eval/{stage}"] = out["overall"]
         logger.summary({f"eval/{stage}/{k}": v for k, v in out["overall"].items()})
         m = out["overall"]
-        headline = ", ".join(f"{k} {m[k]:.3f}" for k in HEADLINE[mode])
+        if out["scoring"]["status"] == "withheld":
+            withheld.append(f"eval {stage}: {out['scoring']['reason']}")
+            headline = "no score (withheld)"
+        else:
+            headline = ", ".join(f"{k} {m[k]:.3f}" for k in HEADLINE[mode])
         console.print(
             f"eval {label}: {headline} ({out['judged_now']} judged, {out['reused']} reused, {out['seconds']:.0f}s)"
         )
@@ -152,9 +162,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             summary = evaluate_benchmark(
                 get_benchmark(spec.kind), spec, engine, prompt, run_dir / "eval" / stage / "benchmarks" / spec.name,
                 max_new_tokens=job.eval.max_new_tokens, chunk_size=2 * job.eval.batch_size, reward=reward,
-                label=f"judging {spec.name} ({label})",
+                label=f"judging {spec.name} ({label})", max_engine_failure_rate=job.eval.max_engine_failure_rate,
             )
-            flat = flatten_scalars({"official": summary["official"], "harness": summary["harness"]["overall"]})
+            if summary["scoring"]["status"] == "withheld":
+                withheld.append(f"eval {stage} {spec.name}: {summary['scoring']['reason']}")
+            flat = flatten_scalars({"official": summary["official"] or {}, "harness": summary["harness"]["overall"]})
             results[f"eval/{stage}/{spec.name}"] = flat
             logger.summary({f"eval/{stage}/{spec.name}/{k}": v for k, v in flat.items()})
             bench_evals.setdefault(spec.name, {})[label] = summary["harness"]["overall"]
@@ -198,4 +210,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     print_summary(evals, results.get("rl", {}).get("reward_curve"), results["wall_s"], mode, bench_evals)
     (run_dir / "results.json").write_text(json.dumps(results, indent=2))
     logger.finish()
+    if withheld:
+        raise ScoreWithheld("; ".join(withheld))
     return results

@@ -8,6 +8,7 @@ are refused before a model is loaded (see `validate`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
@@ -147,6 +148,10 @@ class EvalConfig:
     # published benchmarks (conf/benchmark/<name>.yaml) judged at every eval stage, besides data.eval
     benchmarks: list[str] = field(default_factory=list)
     benchmark_limit: Optional[int] = None  # rows per benchmark (null: as its file says)
+    # share of a benchmark's units whose request got no answer (an engine failure, not a verdict) above
+    # which its official score is withheld and the job fails; at or below it, the score covers the
+    # answered units only
+    max_engine_failure_rate: float = 0.0
 
 
 @dataclass
@@ -225,6 +230,29 @@ class JobConfig:
     run_dir: str = "outputs/run"
     stages: list[str] = field(default_factory=lambda: list(STAGES))
     dry_run: bool = False  # verl engine: print the verl command and config, launch nothing
+    # re-running in a run_dir continues its saved run when the config matches (else refuses with the diff);
+    # false: move the saved run to run_dir/superseded/ and start afresh
+    resume: bool = True
+
+
+@dataclass
+class EvalScoringConfig:
+    """The eval app's `eval.*`: how engine failures bear on the official score (as EvalConfig's field)."""
+
+    max_engine_failure_rate: float = 0.0
+
+
+# Keys that do not change any result: a re-run in the same run_dir may change them and still resume
+# (judge_rl.rundir). Every other key shapes a result, and a change refuses to resume.
+NEUTRAL_KEYS = (
+    "run_dir", "cache_dir", "stages", "logger", "dry_run", "resume", "cluster.threads", "cluster.device",
+    "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size", "eval.max_engine_failure_rate",
+)
+EVAL_NEUTRAL_KEYS = (
+    "run_dir", "cache_dir", "logger", "resume", "eval.max_engine_failure_rate", "engine.chunk_size",
+    "engine.batch_size", "engine.device", "engine.concurrency", "engine.timeout_s", "engine.max_retries",
+    "engine.backoff_s", "engine.api_key_env", "engine.gpu_memory_utilization",
+)
 
 
 @dataclass
@@ -237,9 +265,11 @@ class EvalJobConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    eval: EvalScoringConfig = field(default_factory=EvalScoringConfig)
     seed: int = 42
     cache_dir: str = "~/.cache/judge_rl"
     run_dir: str = "outputs/eval"
+    resume: bool = True  # as JobConfig.resume
 
 
 def register_schemas() -> None:
@@ -263,6 +293,111 @@ def typed_config(cfg: DictConfig, schema: type):
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), plain))
 
 
+# Numeric fields and the values they accept ("op bound", or an interval "[a, b]" / "(a, b]"); None, where
+# a field is Optional, means "not set" and passes. Checked before any model loads, with the key named.
+MODEL_RANGES = {"model.max_prompt_length": ">= 1"}
+JOB_RANGES = {
+    **MODEL_RANGES,
+    "trainer.total_steps": ">= 1",
+    "trainer.prompts_per_step": ">= 1",
+    "trainer.max_new_tokens": ">= 1",
+    "trainer.save_every": ">= 1",
+    "trainer.keep_checkpoints": ">= 0",
+    "trainer.temperature": "> 0",
+    "trainer.top_p": "(0, 1]",
+    "algorithm.rollout_n": ">= 1",
+    "algorithm.ppo_epochs": ">= 1",
+    "algorithm.ppo_mini_batch_size": ">= 1",
+    "algorithm.ppo_micro_batch_size": ">= 1",
+    "algorithm.lr": "> 0",
+    "algorithm.clip_ratio": "> 0",
+    "algorithm.kl_loss_coef": ">= 0",
+    "algorithm.grad_clip": "> 0",
+    "algorithm.gamma": "[0, 1]",
+    "algorithm.lam": "[0, 1]",
+    "algorithm.loss_scale_factor": ">= 1",
+    "algorithm.critic.lr": "> 0",
+    "algorithm.critic.warmup_steps": ">= 0",
+    "sft.num_examples": ">= 1",
+    "sft.epochs": ">= 1",
+    "sft.lr": "> 0",
+    "sft.batch_size": ">= 1",
+    "sft.warmup_ratio": "[0, 1]",
+    "sft.max_length": ">= 1",
+    "eval.batch_size": ">= 1",
+    "eval.max_new_tokens": ">= 1",
+    "eval.limit": ">= 1",
+    "eval.benchmark_limit": ">= 1",
+    "eval.max_engine_failure_rate": "[0, 1]",
+    "cluster.threads": ">= 1",
+    "cluster.n_gpus_per_node": ">= 1",
+    "cluster.nnodes": ">= 1",
+}
+EVAL_RANGES = {
+    **MODEL_RANGES,
+    "benchmark.limit": ">= 1",
+    "eval.max_engine_failure_rate": "[0, 1]",
+    "engine.max_new_tokens": ">= 1",
+    "engine.chunk_size": ">= 1",
+    "engine.batch_size": ">= 1",
+    "engine.concurrency": ">= 1",
+    "engine.timeout_s": "> 0",
+    "engine.max_retries": ">= 0",
+    "engine.backoff_s": ">= 0",
+    "engine.tensor_parallel_size": ">= 1",
+    "engine.gpu_memory_utilization": "(0, 1]",
+    "engine.max_model_len": ">= 1",
+}
+
+
+def _accepts(value: float, rule: str) -> bool:
+    rule = rule.strip()
+    if rule[0] in "[(":
+        lo, hi = (float(x) for x in rule[1:-1].split(","))
+        above = value >= lo if rule[0] == "[" else value > lo
+        below = value <= hi if rule[-1] == "]" else value < hi
+        return above and below
+    op, bound = rule.split()
+    return {">=": value >= float(bound), ">": value > float(bound)}[op]
+
+
+def check_ranges(job: Any, ranges: dict[str, str]) -> None:
+    """Refuse a numeric field outside its range, naming the key: `trainer.save_every=0: expected >= 1`."""
+    for key, rule in ranges.items():
+        value = job
+        for part in key.split("."):
+            value = getattr(value, part)
+        if value is not None and not _accepts(value, rule):
+            raise ValueError(f"{key}={value}: expected {rule}")
+
+
+MODEL_SOURCES = ("gguf_package", "hub", "local", "tiny_random")
+
+
+def _looks_local(path: str) -> bool:
+    return path.startswith(("/", "./", "../", "~")) or Path(path).expanduser().exists()
+
+
+def validate_model(model: ModelConfig, checkpoint: Optional[str] = None, checkpoint_key: str = "judge.checkpoint") -> None:
+    """The judge's weights can be found: a known source, an existing directory where one is named."""
+    if model.source not in MODEL_SOURCES:
+        raise ValueError(f"model.source={model.source!r}: expected one of {', '.join(MODEL_SOURCES)}")
+    if model.dtype not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"model.dtype={model.dtype!r}: expected float32, bfloat16 or float16")
+    if model.source == "local" or (model.source == "hub" and _looks_local(model.path)):
+        _require_model_dir(model.path, "model.path")
+    if checkpoint is not None:
+        _require_model_dir(checkpoint, checkpoint_key)
+
+
+def _require_model_dir(path: str, key: str) -> None:
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise ValueError(f"{key}={path}: no such directory")
+    if not (p / "config.json").exists():
+        raise ValueError(f"{key}={path}: not a model directory (no config.json)")
+
+
 def to_eval_config(cfg: DictConfig) -> EvalJobConfig:
     """Resolve and type-check the eval app's config; refuse what cannot work before a model loads."""
     job: EvalJobConfig = typed_config(cfg, EvalJobConfig)
@@ -284,8 +419,8 @@ def validate_eval(job: EvalJobConfig) -> None:
         raise ValueError(f"benchmark.on_error={job.benchmark.on_error!r}: expected raise or skip")
     if job.engine.name == "openai" and not job.engine.base_url:
         raise ValueError("engine=openai needs engine.base_url (e.g. engine.base_url=http://127.0.0.1:8000/v1)")
-    if job.engine.max_new_tokens < 1 or job.engine.chunk_size < 1 or job.engine.batch_size < 1:
-        raise ValueError("engine.max_new_tokens, engine.chunk_size and engine.batch_size must be >= 1")
+    check_ranges(job, EVAL_RANGES)
+    validate_model(job.model, job.judge.checkpoint)
     if job.engine.device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"engine.device={job.engine.device!r}: expected auto, cpu or cuda")
     build_reward(job.reward.name, **job.reward.weights)
@@ -304,9 +439,16 @@ def validate(job: JobConfig) -> None:
     """Refuse combinations that cannot work, before any model is loaded."""
     from judge_rl.rewards import build_reward
 
+    from judge_rl.data.loaders import check_loader_kwargs
+
     unknown = [s for s in job.stages if s not in STAGES]
     if unknown:
         raise ValueError(f"stages: unknown stage(s) {unknown}; known: {list(STAGES)}")
+    check_ranges(job, JOB_RANGES)
+    validate_model(job.model)
+    for split in ("train", "eval"):
+        spec = getattr(job.data, split)
+        check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")
     reward = build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
     a = job.algorithm
     if getattr(reward, "both_orders", False) and (a.rollout_n < 2 or a.rollout_n % 2):

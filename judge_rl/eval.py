@@ -12,6 +12,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from judge_rl.cli import hydra_task
 from judge_rl.evaluation.app import run_eval
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -21,7 +22,7 @@ os.environ.setdefault("JUDGE_RL_ROOT", str(REPO_ROOT))
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    run_eval(cfg)
+    hydra_task(run_eval)(cfg)
 
 
 if __name__ == "__main__":

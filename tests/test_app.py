@@ -15,6 +15,7 @@ from hydra.errors import ConfigCompositionException
 
 from judge_rl.app import run
 from judge_rl.config import to_job_config
+from judge_rl.rundir import RunDirError
 
 from conftest import CACHE_DIR, REPO_ROOT, SHARED_DATA, TINY_RUN, compose_config
 
@@ -131,3 +132,16 @@ def test_missing_benchmark_file_is_skipped_not_fatal(tmp_path, monkeypatch, caps
     results = run(compose_config([*TINY_RUN, "stages=[eval_base]", f"run_dir={tmp_path / 'run'}"]))
     assert "eval/base" in results and "eval/base/llmbar_natural" not in results
     assert "eval.benchmarks: llmbar_natural skipped, no file at" in capsys.readouterr().out
+
+
+def test_a_changed_config_in_the_same_run_dir_is_refused_not_mixed(tmp_path):
+    """On today's main, total_steps=0 then =2 in one run_dir skipped training as "finished" while
+    resolved_config.yaml claimed 2 steps."""
+    quick = [*TINY_RUN, "stages=[eval_base]", "eval.limit=1", "eval.benchmarks=[]", f"run_dir={tmp_path}"]
+    run(compose_config([*quick, "trainer.total_steps=1"]))
+    with pytest.raises(RunDirError, match="trainer.total_steps: 1 -> 2") as err:
+        run(compose_config([*quick, "trainer.total_steps=2"]))
+    assert "\n" not in str(err.value)
+    assert "total_steps: 1" in (tmp_path / "resolved_config.yaml").read_text()
+    # keys that change no result may differ: checkpoint frequency, eval batch size, the logger
+    run(compose_config([*quick, "trainer.total_steps=1", "trainer.save_every=3", "eval.batch_size=2", "logger=none"]))

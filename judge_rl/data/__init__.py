@@ -1,6 +1,6 @@
 """Preference data: the shared pair types, verifiable synthetic pairs, and loaders for published formats."""
 
-from judge_rl.data.loaders import DATASETS, LoadedPairs, load_dataset_pairs
+from judge_rl.data.loaders import DATASETS, LoadedPairs, check_loader_kwargs, load_dataset_pairs
 from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions, both_orders
 from judge_rl.data.synthetic import generate_pairs
 
@@ -11,6 +11,7 @@ __all__ = [
     "PreferencePair",
     "balanced_positions",
     "both_orders",
+    "check_loader_kwargs",
     "generate_pairs",
     "load_dataset_pairs",
 ]

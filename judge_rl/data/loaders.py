@@ -13,7 +13,9 @@ Every loader takes:
     on_error: "raise" (default) raises ValueError("<file> row <n> (<numbering>): <reason>") at the
         first malformed row; "skip" skips it and records that same line in `LoadedPairs.skipped`.
         Rows are numbered by 1-based line in JSON-lines files and by 0-based index in JSON lists,
-        parquet files and hub datasets; the message says which.
+        parquet files and hub datasets; the message says which. A JSON-lines line or parquet row that is
+        not valid UTF-8 is a malformed row ("not valid UTF-8 (byte 0x.. at position <n>)"); a JSON list
+        file that is not valid UTF-8 is decoded as a whole and raises ValueError even with "skip".
     limit: keep only the first `limit` valid pairs (rows after them are not read).
     source: overrides the pair source, by default "<dataset>/<file stem>" (e.g. "llmbar/natural")
         or "<dataset>/<split>" for a hub dataset. Pair ids are "<source>-<row number>".
@@ -24,9 +26,10 @@ gold traces.
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
@@ -78,6 +81,39 @@ def load_dataset_pairs(name: str, **kwargs: Any) -> LoadedPairs:
     return DATASETS.get(name)(**kwargs)
 
 
+def check_loader_kwargs(loader: str, kwargs: dict[str, Any], key: str) -> None:
+    """Check, before anything loads, that `load_dataset_pairs(loader, **kwargs)` can be called.
+
+    `key` is the config prefix naming them (e.g. "data.eval" for `data.eval.loader`/`data.eval.kwargs`).
+    Raises a one-line ValueError when `loader` is not registered, when a kwarg is not an argument of
+    the registered function, or when a required argument (one without a default) is not given:
+        data.eval.loader: unknown loader 'x'; known loaders: hh_rlhf, llmbar, ...
+        data.eval.kwargs.limt: loader 'synthetic' has no argument 'limt'; its arguments: n, seed, ...
+        data.eval.kwargs: loader 'synthetic' is missing required argument 'n'; its arguments: n, seed, ...
+    """
+    if loader not in DATASETS:
+        raise ValueError(f"{key}.loader: unknown loader {loader!r}; known loaders: {', '.join(DATASETS.names())}")
+    if not isinstance(kwargs, Mapping):
+        raise ValueError(f"{key}.kwargs must be a mapping of argument names to values, got {type(kwargs).__name__}")
+    params = inspect.signature(DATASETS.get(loader)).parameters.values()
+    by_keyword = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    names = [p.name for p in by_keyword]
+    listed = f"its arguments: {', '.join(names) if names else '(none)'}"
+    given = [str(name) for name in kwargs]
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        unknown = [name for name in given if name not in names]
+        if len(unknown) == 1:
+            raise ValueError(f"{key}.kwargs.{unknown[0]}: loader {loader!r} has no argument {unknown[0]!r}; {listed}")
+        if unknown:
+            quoted = ", ".join(repr(name) for name in unknown)
+            raise ValueError(f"{key}.kwargs: loader {loader!r} has no arguments {quoted}; {listed}")
+    missing = [p.name for p in by_keyword if p.default is p.empty and p.name not in given]
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        quoted = ", ".join(repr(name) for name in missing)
+        raise ValueError(f"{key}.kwargs: loader {loader!r} is missing required argument{plural} {quoted}; {listed}")
+
+
 class MalformedRow(ValueError):
     """A row that cannot be read as a preference pair; the message is the reason."""
 
@@ -121,15 +157,89 @@ def _stem(path: Path) -> str:
     return name
 
 
+def _bad_utf8(exc: UnicodeDecodeError) -> str:
+    """ "byte 0x.. at position <n>": the first undecodable byte and its 0-based offset in what was decoded."""
+    return f"byte 0x{exc.object[exc.start]:02x} at position {exc.start}"
+
+
 def _json_lines(path: Path, opener: Callable[..., Any]) -> Iterator[tuple[int, Any]]:
-    with opener(path, "rt", encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+    """(1-based line, value) per non-blank line; a line that is not valid UTF-8 or not JSON is `_Unreadable`.
+
+    Lines are read as bytes and decoded one by one, so that one undecodable line is one malformed row
+    (its position is the byte offset within the line) rather than an error for the whole file."""
+    with opener(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, _Unreadable(f"not valid UTF-8 ({_bad_utf8(exc)})")
+                continue
             if not line.strip():
                 continue
             try:
                 yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 yield number, _Unreadable(f"invalid JSON ({exc.msg} at column {exc.colno})")
+
+
+def _json_list_or_lines(path: Path, opener: Callable[..., Any]) -> list[Any] | None:
+    """The rows of a .json file holding a JSON list, or None when it holds JSON lines instead.
+
+    A JSON list is decoded as a whole, so invalid UTF-8 anywhere in it is an error for the whole file,
+    named by byte offset (in the decompressed text of a .gz) and line."""
+    with opener(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if not raw[: exc.start].decode("utf-8").lstrip().startswith("["):
+            return None  # JSON lines: the bad line is one malformed row
+        where = "the decompressed text" if path.name.endswith(".gz") else "the file"
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ValueError(
+            f"{path}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte offset {exc.start} of {where}, "
+            f"line {line}); a JSON list is decoded as a whole, so no row can be skipped "
+            "(on_error='skip' does not apply): fix or re-encode the file"
+        ) from None
+    if not text.lstrip().startswith("["):
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def _parquet_rows(path: Path) -> list[Any]:
+    """The rows of a parquet file as dicts; a row with a string that is not valid UTF-8 is `_Unreadable`
+    (parquet does not check the UTF-8 of string columns, pyarrow only fails on converting them)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    try:
+        return table.to_pylist()
+    except UnicodeDecodeError:
+        pass  # find the bad rows column by column, value by value
+    columns: dict[str, list[Any]] = {}
+    bad: dict[int, str] = {}
+    for name in table.column_names:
+        column = table.column(name)
+        try:
+            columns[name] = column.to_pylist()
+            continue
+        except UnicodeDecodeError:
+            pass
+        values: list[Any] = []
+        for i in range(len(column)):
+            try:
+                values.append(column[i].as_py())
+            except UnicodeDecodeError as exc:
+                values.append(None)
+                bad.setdefault(i, f"not valid UTF-8 ({_bad_utf8(exc)} of field {name!r})")
+        columns[name] = values
+    return [
+        _Unreadable(bad[i]) if i in bad else {name: values[i] for name, values in columns.items()}
+        for i in range(table.num_rows)
+    ]
 
 
 def is_missing_local_file(path: str | Path) -> bool:
@@ -146,18 +256,10 @@ def _open_rows(path: str | Path, split: str, hub_kwargs: dict[str, Any] | None) 
         opener: Callable[..., Any] = gzip.open if p.name.endswith(".gz") else open
         base = p.name.removesuffix(".gz")
         if base.endswith(".parquet"):
-            import pyarrow.parquet as pq
-
-            records = pq.read_table(p).to_pylist()
-            return _Rows(str(p), _stem(p), "0-based index", iter(enumerate(records)))
+            return _Rows(str(p), _stem(p), "0-based index", iter(enumerate(_parquet_rows(p))))
         if base.endswith(".json"):
-            with opener(p, "rt", encoding="utf-8") as f:
-                text = f.read()
-            if text.lstrip().startswith("["):  # a JSON list; otherwise JSON lines, as `datasets` writes .json
-                try:
-                    data = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{p}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+            data = _json_list_or_lines(p, opener)  # None: JSON lines, as `datasets` writes .json
+            if data is not None:
                 return _Rows(str(p), _stem(p), "0-based index", iter(enumerate(data)))
         if base.endswith((".json", ".jsonl")):
             return _Rows(str(p), _stem(p), "1-based line", _json_lines(p, opener))

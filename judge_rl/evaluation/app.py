@@ -4,7 +4,9 @@
 summary; the Hydra entry point (judge_rl/eval.py) and the tests both call it. The judge is a judge_rl
 model (conf/model, optionally with trained weights from `judge.checkpoint`) run by the `hf` or `vllm`
 engine, or any OpenAI-compatible endpoint (`engine=openai engine.base_url=...`). Re-running with the
-same `run_dir` resumes: finished judgments are reused, not asked again.
+same `run_dir` resumes: finished judgments are reused, not asked again (the run directory is claimed
+first: one process at a time, one config; see judge_rl/rundir.py). A score whose requests went
+unanswered beyond `eval.max_engine_failure_rate` is withheld, and the job fails after saving the summary.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from judge_rl.config import BenchmarkConfig, to_eval_config
+from judge_rl.config import EVAL_NEUTRAL_KEYS, BenchmarkConfig, to_eval_config
 from judge_rl.evaluation.benchmarks import get_benchmark
 from judge_rl.evaluation.engines import build_engine
-from judge_rl.evaluation.harness import evaluate_benchmark
+from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark
 from judge_rl.prompts import get_prompt
 from judge_rl.reports.benchmarks import flatten_scalars, print_benchmark_summary
+from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
+from judge_rl.rundir import claim_run_dir
 from judge_rl.rewards import build_reward
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -42,28 +46,29 @@ def load_benchmark_config(name: str, **overrides: Any) -> BenchmarkConfig:
 
 def run_eval(cfg: DictConfig) -> dict[str, Any]:
     job = to_eval_config(cfg)
-    run_dir = Path(job.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(job)))
     reward = build_reward(job.reward.name, **job.reward.weights)
     prompt = get_prompt(job.judge.prompt or reward.prompt)
     benchmark = get_benchmark(job.benchmark.kind)
-    engine = build_engine(job.engine, job.model, job.cache_dir, job.judge.checkpoint, job.seed)
-    logger = MetricsLogger(run_dir, job.logger, asdict(job))
-    try:
-        summary = evaluate_benchmark(
-            benchmark, job.benchmark, engine, prompt, run_dir,
-            max_new_tokens=job.engine.max_new_tokens, chunk_size=job.engine.chunk_size, reward=reward,
-        )
-    finally:
-        close = getattr(engine, "close", None)
-        if close is not None:
-            close()
-    print_benchmark_summary(summary)
-    name = job.benchmark.name
-    logger.summary({f"{name}/{k}": v for k, v in flatten_scalars({"official": summary["official"],
-                                                                    "harness": summary["harness"]["overall"],
-                                                                    "counts": summary["counts"]}).items()})
-    logger.finish()
-    (run_dir / "results.json").write_text(json.dumps({"summary": str(run_dir / "summary.json")}, indent=2))
+    with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=EVAL_NEUTRAL_KEYS, console=console) as run_dir:
+        engine = build_engine(job.engine, job.model, job.cache_dir, job.judge.checkpoint, job.seed)
+        logger = MetricsLogger(run_dir, job.logger, asdict(job))
+        try:
+            summary = evaluate_benchmark(
+                benchmark, job.benchmark, engine, prompt, run_dir,
+                max_new_tokens=job.engine.max_new_tokens, chunk_size=job.engine.chunk_size, reward=reward,
+                max_engine_failure_rate=job.eval.max_engine_failure_rate,
+            )
+        finally:
+            close = getattr(engine, "close", None)
+            if close is not None:
+                close()
+        print_benchmark_summary(summary)
+        name = job.benchmark.name
+        logger.summary({f"{name}/{k}": v for k, v in flatten_scalars({"official": summary["official"] or {},
+                                                                        "harness": summary["harness"]["overall"],
+                                                                        "counts": summary["counts"]}).items()})
+        logger.finish()
+        (run_dir / "results.json").write_text(json.dumps({"summary": str(run_dir / "summary.json")}, indent=2))
+        if summary["scoring"]["status"] == "withheld":
+            raise ScoreWithheld(f"benchmark {name}: {summary['scoring']['reason']} (details in {run_dir / 'summary.json'})")
     return summary

@@ -30,6 +30,7 @@ from judge_rl.evaluation.benchmarks import Benchmark, Task
 from judge_rl.evaluation.engines import Completion
 from judge_rl.prompts import Judgment
 from judge_rl.reports.console import console, progress_bar
+from judge_rl.reports.jsonl import open_for_append, read_jsonl
 from judge_rl.rewards import build_reward
 from judge_rl.rewards.base import PointwiseTruth
 
@@ -37,19 +38,8 @@ ENGINE_ERROR = "engine error"
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
-    """Saved records by item id (the last one wins); a line cut short by a crash is ignored."""
-    records: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return records
-    with path.open() as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(r, dict) and "item_id" in r:
-                records[r["item_id"]] = r
-    return records
+    """Saved records by item id (the last one wins); a line cut short by a crash is dropped."""
+    return {r["item_id"]: r for r in read_jsonl(path) if isinstance(r, dict) and "item_id" in r}
 
 
 def judgment_fields(item: JudgeItem | PointwiseItem, j: Judgment, reward=None) -> dict[str, Any]:
@@ -168,7 +158,7 @@ def judge_tasks(
     n_items_todo = sum(len(v) for v in pending.values())
     path.parent.mkdir(parents=True, exist_ok=True)
     engine_failures = 0
-    with progress_bar(f"{label}", len(todo)) as advance, path.open("a") as f:
+    with progress_bar(f"{label}", len(todo)) as advance, open_for_append(path) as f:
         if fresh:
             f.writelines(json.dumps(records[i]) + "\n" for i in fresh)
         if hasattr(engine, "on_batch"):
@@ -202,13 +192,81 @@ def judge_tasks(
 
 
 def failure_reasons(records: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """Unparsed judgments by reason (engine errors grouped as one reason)."""
-    reasons = Counter(
-        ENGINE_ERROR if r["parse_error"].startswith(ENGINE_ERROR) else r["parse_error"]
-        for r in records
-        if r["parse_error"]
-    )
+    """Unparsed judge outputs by reason. A request the engine never answered has no output to parse: it
+    is an engine failure (`counts.engine_failures`), not a parse failure."""
+    reasons = Counter(r["parse_error"] for r in records if r["parse_error"] and not r.get("engine_error"))
     return dict(reasons.most_common())
+
+
+def unit_key(unit) -> str:
+    """A benchmark unit's id: a preference pair's, or a multi-answer row's (RewardBench 2)."""
+    return unit.pair_id if isinstance(unit, PreferencePair) else unit.unit_id
+
+
+def task_unit(task: Task) -> str:
+    return task.fields.get("unit_id") or task.item.pair.pair_id
+
+
+def record_unit(record: dict[str, Any]) -> str:
+    return record.get("unit_id") or record["pair_id"]
+
+
+class ScoreWithheld(RuntimeError):
+    """Too many requests got no answer from the engine for a score to stand; the summary was written."""
+
+
+def fit_context(engine, tasks: Sequence[Task], max_new_tokens: int, what: str) -> tuple[list[Task], dict[str, str]]:
+    """Leave out every unit with a task whose prompt, with `max_new_tokens`, exceeds the engine's model
+    context (engines that know it: `engine.too_long`), and say how many: such a request would run for
+    minutes and fail, taking the good requests of its chunk with it."""
+    too_long_fn = getattr(engine, "too_long", None)
+    if too_long_fn is None:
+        return list(tasks), {}
+    too_long: dict[str, str] = {}
+    for t in tasks:
+        unit = task_unit(t)
+        if unit not in too_long:
+            reason = too_long_fn(t.prompt.messages(t.item), max_new_tokens)
+            if reason:
+                too_long[unit] = reason
+    if too_long:
+        n_units = len({task_unit(t) for t in tasks})
+        first = next(iter(too_long.items()))
+        console.print(f"[yellow]{what}: {len(too_long)} of {n_units} units exceed the judge's context and are left out, "
+                      f"e.g. {first[0]}: {first[1]}[/yellow]")
+        if len(too_long) == n_units:
+            raise ValueError(f"{what}: every unit exceeds the judge's context (e.g. {first[0]}: {first[1]})")
+    return [t for t in tasks if task_unit(t) not in too_long], too_long
+
+
+def answered_units(units: Sequence[Any], records: Sequence[dict[str, Any]], max_failure_rate: float):
+    """Split off the units any of whose requests got no answer (an engine failure is not a verdict, and
+    never takes a benchmark's credit for a tie or an unreadable output). Returns the units and records to
+    score, and the `scoring` block of the summary: "complete" (every unit answered), "answered_only"
+    (scores cover the answered units; failure rate <= max_failure_rate) or "withheld" (no score)."""
+    failed = {record_unit(r) for r in records if r.get("engine_error")}
+    kept_units = [u for u in units if unit_key(u) not in failed]
+    n_failed = len(units) - len(kept_units)
+    rate = n_failed / len(units) if units else 0.0
+    if not n_failed:
+        status = "complete"
+    elif rate > max_failure_rate or not kept_units:
+        status = "withheld"
+    else:
+        status = "answered_only"
+    scoring = {
+        "status": status,
+        "units": len(units),
+        "units_scored": 0 if status == "withheld" else len(kept_units),
+        "units_without_answer": n_failed,
+        "engine_failure_rate": rate,
+        "max_engine_failure_rate": max_failure_rate,
+    }
+    if status == "withheld":
+        scoring["reason"] = (f"{n_failed} of {len(units)} units got no answer from the engine (rate {rate:.3f} > "
+                             f"eval.max_engine_failure_rate={max_failure_rate}): the score is withheld")
+        return [], [], scoring
+    return kept_units, [r for r in records if record_unit(r) not in failed], scoring
 
 
 def evaluate_benchmark(
@@ -222,21 +280,29 @@ def evaluate_benchmark(
     chunk_size: int = 64,
     reward=None,
     label: str | None = None,
+    max_engine_failure_rate: float = 0.0,
 ) -> dict[str, Any]:
     """Load, judge, score and save one benchmark; returns (and writes to out_dir/summary.json) the
-    summary: official scores, harness diagnostics, counts, parse-failure reasons, timing."""
+    summary: official scores, harness diagnostics, the `scoring` status (which units the scores cover),
+    counts, parse-failure reasons, timing. Scores cover only units whose every request was answered;
+    above `max_engine_failure_rate` unanswered units they are withheld (None)."""
     t0 = time.perf_counter()
     loaded = benchmark.load(spec)
     if loaded.skipped:
         console.print(f"[yellow]benchmark {spec.name}: skipped {len(loaded.skipped)} malformed rows, e.g. {loaded.skipped[0]}[/yellow]")
     if not loaded.units:
         raise ValueError(f"benchmark {spec.name}: {spec.path} gave no rows (subsets={list(spec.subsets)}, limit={spec.limit})")
-    tasks = benchmark.tasks(loaded.units, prompt, spec)
+    tasks, too_long = fit_context(engine, benchmark.tasks(loaded.units, prompt, spec), max_new_tokens, f"benchmark {spec.name}")
+    units = [u for u in loaded.units if unit_key(u) not in too_long]
     run = judge_tasks(
         engine, tasks, out_dir / "judgments.jsonl", max_new_tokens=max_new_tokens, chunk_size=chunk_size,
         label=label or f"judging {spec.name}", reward=reward,
     )
-    scores = benchmark.score(loaded.units, run.records, spec)
+    scored_units, scored_records, scoring = answered_units(units, run.records, max_engine_failure_rate)
+    if scoring["status"] == "withheld":
+        scores: dict[str, Any] = {"official": None, "harness": {"overall": {}, "by_subset": {}}}
+    else:
+        scores = benchmark.score(scored_units, scored_records, spec)
     seconds = time.perf_counter() - t0
     summary = {
         "benchmark": spec.name,
@@ -245,15 +311,18 @@ def evaluate_benchmark(
         "judge": getattr(engine, "identity", repr(engine)),
         "prompt": prompt.name,
         "max_new_tokens": max_new_tokens,
+        "scoring": scoring,
         **scores,
         "counts": {
             **run.counts,
             "units": len(loaded.units),
             "skipped_rows": len(loaded.skipped),
-            "parse_failures": sum(bool(r["parse_error"]) for r in run.records),
+            "too_long_units": len(too_long),
+            "parse_failures": sum(bool(r["parse_error"]) and not r.get("engine_error") for r in run.records),
         },
         "parse_failure_reasons": failure_reasons(run.records),
         "skipped_rows": loaded.skipped[:20],
+        "too_long": dict(list(too_long.items())[:20]),
         "seconds": seconds,
         "requests_per_s": run.counts["requests_sent"] / seconds if run.counts["requests_sent"] else None,
     }
@@ -272,20 +341,25 @@ def evaluate_pairs(
     chunk_size: int = 64,
     reward=None,
     label: str = "eval",
+    max_engine_failure_rate: float = 0.0,
 ) -> dict[str, Any]:
     """Held-out pairs (the main job's `data.eval`): every pair in both orders, or each response alone for a
-    pointwise prompt; returns overall and per-source metrics and the counts."""
+    pointwise prompt; returns overall and per-source metrics over the answered pairs (empty when
+    withheld, see `answered_units`), the `scoring` status and the counts."""
     from judge_rl.evaluation.benchmarks.pairwise_sets import PairBenchmark, harness_metrics
 
-    tasks = PairBenchmark().tasks(pairs, prompt, spec=None)
+    tasks, too_long = fit_context(engine, PairBenchmark().tasks(pairs, prompt, spec=None), max_new_tokens, label)
     run = judge_tasks(engine, tasks, out_path, max_new_tokens=max_new_tokens, chunk_size=chunk_size,
                       label=f"judging ({label})", reward=reward)
-    metrics = harness_metrics(run.records)
+    kept = [p for p in pairs if p.pair_id not in too_long]
+    _, scored_records, scoring = answered_units(kept, run.records, max_engine_failure_rate)
+    metrics = harness_metrics(scored_records)
     return {
         "overall": metrics["overall"],
         "by_source": metrics["by_subset"],
+        "scoring": scoring,
         "judged_now": run.counts["judged_now"],
         "reused": run.counts["reused"],
-        "counts": run.counts,
+        "counts": {**run.counts, "too_long_units": len(too_long)},
         "parse_failure_reasons": failure_reasons(run.records),
     }

@@ -69,6 +69,18 @@ def _columns(overall: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def print_benchmark_summary(summary: dict[str, Any]) -> None:
+    scoring = summary.get("scoring", {})
+    if scoring.get("status") == "withheld":
+        console.print(f"[red]{summary['benchmark']}: no score: {scoring['reason']}[/red]")
+    elif scoring.get("status") == "answered_only":
+        console.print(f"[yellow]{summary['benchmark']}: scores cover the {scoring['units_scored']} of {scoring['units']} "
+                      f"units the engine answered ({scoring['units_without_answer']} got no answer)[/yellow]")
+    if summary["official"] is not None:
+        _print_official(summary)
+    _print_harness(summary)
+
+
+def _print_official(summary: dict[str, Any]) -> None:
     official = Table(title=f"{summary['benchmark']}: official scores ({summary['kind']}, scored as its authors do)")
     official.add_column("metric")
     official.add_column("value", justify="right")
@@ -76,6 +88,8 @@ def print_benchmark_summary(summary: dict[str, Any]) -> None:
         official.add_row(key, _fmt(value, key))
     console.print(official)
 
+
+def _print_harness(summary: dict[str, Any]) -> None:
     harness = summary["harness"]
     if harness.get("overall"):
         columns = _columns(harness["overall"])
@@ -94,7 +108,8 @@ def print_benchmark_summary(summary: dict[str, Any]) -> None:
     console.print(
         f"{c['items']} judgments: {c['judged_now']} judged now ({c['requests_sent']} requests), {c['reused']} reused, "
         f"{c['deduplicated']} answered by an identical request; {c['engine_failures']} engine failures, "
-        f"{c['parse_failures']} unparsed; {c['skipped_rows']} malformed rows skipped; {summary['seconds']:.0f} s"
+        f"{c['parse_failures']} unparsed; {c['skipped_rows']} malformed rows skipped, {c.get('too_long_units', 0)} units "
+        f"too long for the judge's context; {summary['seconds']:.0f} s"
     )
     if summary["parse_failure_reasons"]:
         reasons = ", ".join(f"{reason} x{n}" for reason, n in summary["parse_failure_reasons"].items())

@@ -1,7 +1,8 @@
 """Metrics sinks: `metrics.jsonl` in the run directory always, Weights & Biases when `logger=wandb`.
 
-W&B runs offline when no WANDB_API_KEY is in the environment (sync later with `wandb sync`); the key
-is only ever read from the environment, never from config or written to logs. The run id is derived
+W&B runs offline when no WANDB_API_KEY is in the environment (sync later with `wandb sync`), and in
+whatever mode an explicit WANDB_MODE in the environment says; the key is only ever read from the
+environment, never from config or written to logs. The run id is derived
 from the run directory, so a resumed run continues the same W&B run.
 """
 
@@ -12,9 +13,30 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from judge_rl.config import LoggerConfig
+from judge_rl.reports.jsonl import open_for_append, read_jsonl
+
+
+WANDB_MODES = ("auto", "online", "offline", "disabled", "shared")
+
+
+def wandb_mode(configured: str, environ: Mapping[str, str] | None = None) -> str:
+    """The W&B mode a run uses. An explicit `WANDB_MODE` in the environment wins (a user who exported
+    WANDB_MODE=offline must never be logged in just because a key is also set); then `logger.mode`;
+    `auto` is online with a `WANDB_API_KEY` in the environment and offline without one."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get("WANDB_MODE", "").strip()
+    if explicit:
+        if explicit not in WANDB_MODES[1:]:
+            raise ValueError(f"WANDB_MODE={explicit!r} in the environment: expected one of {', '.join(WANDB_MODES[1:])}")
+        return explicit
+    if configured not in WANDB_MODES:
+        raise ValueError(f"logger.mode={configured!r}: expected one of {', '.join(WANDB_MODES)}")
+    if configured == "auto":
+        return "online" if environ.get("WANDB_API_KEY") else "offline"
+    return configured
 
 
 class MetricsLogger:
@@ -25,9 +47,7 @@ class MetricsLogger:
         if cfg.name == "wandb":
             import wandb
 
-            mode = cfg.mode
-            if mode == "auto":
-                mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
+            mode = wandb_mode(cfg.mode)
             run_id = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]
             self.wandb_run = wandb.init(
                 project=cfg.project,
@@ -43,15 +63,18 @@ class MetricsLogger:
             raise ValueError(f"logger.name={cfg.name!r}: expected wandb or none")
 
     def drop_steps_after(self, step: int) -> None:
-        """On resume: forget logged steps the checkpoint does not contain (they will be redone)."""
+        """On resume: forget logged steps the checkpoint does not contain (they will be redone), and a
+        line torn by a crash."""
         if not self.path.exists():
             return
-        keep = [line for line in self.path.read_text().splitlines() if json.loads(line).get("step", 0) <= step]
-        self.path.write_text("".join(line + "\n" for line in keep))
+        keep = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step]
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in keep))
+        tmp.replace(self.path)
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
-        with self.path.open("a") as f:
+        with open_for_append(self.path) as f:
             f.write(json.dumps({"step": step, **clean}) + "\n")
         if self.wandb_run is not None:
             self.wandb_run.log(metrics, step=step)
@@ -61,9 +84,7 @@ class MetricsLogger:
             self.wandb_run.summary.update(values)
 
     def history(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        return [json.loads(line) for line in self.path.read_text().splitlines()]
+        return read_jsonl(self.path)
 
     def finish(self) -> None:
         if self.wandb_run is not None:

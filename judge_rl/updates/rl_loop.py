@@ -26,6 +26,7 @@ from judge_rl.updates import ENGINES
 from judge_rl.updates.local_engine import LocalEngine
 
 LATEST = "latest_checkpointed_iteration.txt"
+TRAINED_STATE = "judge_rl_trained.json"  # in rl_model/: the init and step count it was trained with
 
 
 @dataclass
@@ -55,14 +56,22 @@ def latest_checkpoint(ckpt_root: Path) -> tuple[int, Path] | None:
     return (step, path) if (path / "trainer_state.json").exists() else None
 
 
-def save_checkpoint(engine: LocalEngine, tokenizer, ckpt_root: Path, step: int, keep: int) -> Path:
+def read_trained_state(final_dir: Path) -> dict[str, Any] | None:
+    """What a finished `rl_model/` was trained from and for how many steps (None: no finished model)."""
+    if not (final_dir / "config.json").exists():
+        return None
+    marker = final_dir / TRAINED_STATE
+    return json.loads(marker.read_text()) if marker.exists() else {"init": "unknown", "total_steps": "unknown"}
+
+
+def save_checkpoint(engine: LocalEngine, tokenizer, ckpt_root: Path, step: int, keep: int, init: str = "base") -> Path:
     path = ckpt_root / f"global_step_{step}"
     path.mkdir(parents=True, exist_ok=True)
     save_model(engine.policy, tokenizer, path / "model")
     if engine.critic is not None:
         save_model(engine.critic, tokenizer, path / "critic")
     torch.save(engine.state_dict(), path / "trainer_state.pt")
-    (path / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    (path / "trainer_state.json").write_text(json.dumps({"global_step": step, "init": init}))
     tmp = ckpt_root / (LATEST + ".tmp")
     tmp.write_text(str(step))
     tmp.replace(ckpt_root / LATEST)
@@ -85,9 +94,15 @@ def train_local(
 ) -> RLResult:
     final_dir = run_dir / "rl_model"
     ckpt_root = run_dir / "checkpoints"
-    if (final_dir / "config.json").exists():
-        console.print(f"[dim]rl: finished model found in {final_dir}, skipping training[/dim]")
-        return RLResult(final_dir)
+    # what this training starts from; a checkpoint or final model made from another init is never continued
+    origin = {"init": Path(init_model).name if init_model is not None else "base", "total_steps": job.trainer.total_steps}
+    finished = read_trained_state(final_dir)
+    if finished is not None:
+        if finished == origin:
+            console.print(f"[dim]rl: finished model found in {final_dir}, skipping training[/dim]")
+            return RLResult(final_dir)
+        raise ValueError(f"{final_dir} was trained from {finished}, this run asks for {origin}: "
+                         "use another run_dir, or resume=false to start afresh")
     if job.cluster.threads:
         torch.set_num_threads(job.cluster.threads)
     device = resolve_device(job.cluster.device)
@@ -97,6 +112,10 @@ def train_local(
     policy_source = init_model
     if found:
         start, path = found
+        saved_init = json.loads((path / "trainer_state.json").read_text()).get("init", origin["init"])
+        if saved_init != origin["init"]:
+            raise ValueError(f"{path} continues RL from {saved_init}, this run starts from {origin['init']} "
+                             "(was the sft stage dropped or changed?): use another run_dir, or resume=false")
         policy_source = path / "model"
         console.print(f"[yellow]rl: resuming from {path} (step {start})[/yellow]")
     policy = load_model(job.model, job.cache_dir, device, checkpoint=policy_source, seed=job.seed)
@@ -130,7 +149,8 @@ def train_local(
                 f"pg_loss {metrics.get('actor/pg_loss', float('nan')):+.4f}  {metrics['timing_s/step']:.1f}s"
             )
             if step % job.trainer.save_every == 0 or step == total:
-                save_checkpoint(engine, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints)
+                save_checkpoint(engine, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"])
             advance(1)
     save_model(engine.policy, tokenizer, final_dir)
+    (final_dir / TRAINED_STATE).write_text(json.dumps(origin))
     return result

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from judge_rl.data import DATASETS, LoadedPairs, generate_pairs, load_dataset_pairs
+from judge_rl.data import DATASETS, LoadedPairs, check_loader_kwargs, generate_pairs, load_dataset_pairs
+from judge_rl.data.loaders import MalformedRow, read_rows
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 requires_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"real data folder {DATA} is absent")
@@ -343,3 +344,163 @@ def test_skywork_preference(tmp_path: Path) -> None:
         "chosen and rejected responses are identical",
     ]
     assert loaded[0].source == "skywork/skywork-80k" and loaded[0].strength is None
+
+
+# --------------------------------------------------------------------------- bytes that are not UTF-8
+
+
+def llmbar_line(i: int, text: str = "A") -> bytes:
+    return json.dumps({"input": f"Q{i}", "output_1": text, "output_2": "B", "label": 1}).encode()
+
+
+BAD_LINE = b'{"input": "Q\xff", "output_1": "A", "output_2": "B", "label": 1}'  # 0xff: never valid UTF-8
+BAD_AT = BAD_LINE.index(b"\xff")
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "wb") as f:
+            f.write(data)
+    else:
+        path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("name", ["bad.jsonl", "bad.jsonl.gz", "bad.json", "bad.json.gz"])
+def test_json_lines_row_with_invalid_utf8_is_a_malformed_row(tmp_path: Path, name: str) -> None:
+    # a .json file holding JSON lines (as `datasets` writes them) is read line by line too
+    path = write_bytes(tmp_path / name, b"\n".join([llmbar_line(1), BAD_LINE, llmbar_line(3, "C"), b""]))
+    message = f"{path} row 2 (1-based line): not valid UTF-8 (byte 0xff at position {BAD_AT})"
+    with pytest.raises(ValueError) as info:
+        load_dataset_pairs("llmbar", path=path)
+    assert str(info.value) == message and not isinstance(info.value, UnicodeDecodeError)
+    loaded = load_dataset_pairs("llmbar", path=path, on_error="skip")
+    assert [(p.meta["row"], p.question, p.chosen) for p in loaded] == [(1, "Q1", "A"), (3, "Q3", "C")]
+    assert loaded.skipped == [message]
+    assert len(load_dataset_pairs("llmbar", path=path, limit=1)) == 1  # the bad row is never reached
+
+
+def test_invalid_utf8_in_a_truncated_multibyte_character(tmp_path: Path) -> None:
+    good = "é".encode()  # 0xc3 0xa9: cut after its first byte, then a plain character
+    line = b'{"input": "Q", "output_1": "' + good[:1] + b'x", "output_2": "B", "label": 1}'
+    path = write_bytes(tmp_path / "cut.jsonl", llmbar_line(1) + b"\r\n" + line + b"\r\n")
+    loaded = load_dataset_pairs("llmbar", path=path, on_error="skip")
+    assert len(loaded) == 1
+    assert loaded.skipped == [f"{path} row 2 (1-based line): not valid UTF-8 (byte 0xc3 at position {line.index(good[:1])})"]
+
+
+@pytest.mark.parametrize("name", ["list.json", "list.json.gz"])
+def test_json_list_with_invalid_utf8_fails_as_a_whole_file(tmp_path: Path, name: str) -> None:
+    text = b"[\n" + llmbar_line(0) + b",\n" + BAD_LINE + b"\n]\n"
+    path = write_bytes(tmp_path / name, text)
+    offset = text.index(b"\xff")
+    where = "the decompressed text" if name.endswith(".gz") else "the file"
+    for on_error in ("raise", "skip"):
+        with pytest.raises(ValueError) as info:
+            load_dataset_pairs("llmbar", path=path, on_error=on_error)
+        message = str(info.value)
+        assert message.startswith(f"{path}: not valid UTF-8 (byte 0xff at byte offset {offset} of {where}, line 3); ")
+        assert "no row can be skipped" in message and "\n" not in message
+        assert not isinstance(info.value, UnicodeDecodeError)
+
+
+def test_parquet_row_with_invalid_utf8_is_a_malformed_row(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    # pyarrow checks UTF-8 when building a string array from Python, so build the bad one from raw buffers
+    values = [b"Q0", b"Q\xff1", b"Q2"]
+    offsets = [0]
+    for v in values:
+        offsets.append(offsets[-1] + len(v))
+    inputs = pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(pa.array(offsets, pa.int32()).buffers()[1]),
+                                                     pa.py_buffer(b"".join(values))])
+    table = pa.table({"input": inputs, "output_1": ["A", "A", "C"], "output_2": ["B"] * 3, "label": [1, 1, 1]})
+    path = tmp_path / "bad.parquet"
+    pq.write_table(table, path)
+    message = f"{path} row 1 (0-based index): not valid UTF-8 (byte 0xff at position 1 of field 'input')"
+    with pytest.raises(ValueError) as info:
+        load_dataset_pairs("llmbar", path=path)
+    assert str(info.value) == message
+    loaded = load_dataset_pairs("llmbar", path=path, on_error="skip")
+    assert [(p.question, p.chosen) for p in loaded] == [("Q0", "A"), ("Q2", "C")]
+    assert loaded.skipped == [message]
+
+
+def test_read_rows_reports_invalid_utf8_to_any_builder(tmp_path: Path) -> None:
+    # read_rows is what the benchmark loaders use
+    path = write_bytes(tmp_path / "bench.jsonl", b"\n".join([b'{"x": 1}', b'{"x": "\xfe"}', b'{"x": 3}']))
+
+    def build(src: str, number: int, record: dict[str, Any]) -> tuple[str, int]:
+        if not isinstance(record.get("x"), int):
+            raise MalformedRow("x is not an int")
+        return src, record["x"]
+
+    kwargs: dict[str, Any] = dict(dataset="bench", split="test", limit=None, source=None, hub_kwargs=None)
+    with pytest.raises(ValueError, match=r"^.*bench\.jsonl row 2 \(1-based line\): not valid UTF-8 \(byte 0xfe at"):
+        read_rows(path, build, on_error="raise", **kwargs)
+    built, skipped = read_rows(path, build, on_error="skip", **kwargs)
+    assert built == [("bench/bench", 1), ("bench/bench", 3)]
+    assert skipped == [f"{path} row 2 (1-based line): not valid UTF-8 (byte 0xfe at position 7)"]
+
+
+def test_benchmark_loader_reports_invalid_utf8(tmp_path: Path) -> None:
+    from judge_rl.config import BenchmarkConfig
+    from judge_rl.evaluation.benchmarks import get_benchmark
+
+    path = write_bytes(tmp_path / "natural.jsonl", b"\n".join([llmbar_line(0), BAD_LINE, llmbar_line(2, "C")]))
+    message = f"{path} row 2 (1-based line): not valid UTF-8 (byte 0xff at position {BAD_AT})"
+    with pytest.raises(ValueError) as info:
+        get_benchmark("llmbar").load(BenchmarkConfig(name="llmbar", kind="llmbar", path=str(path)))
+    assert str(info.value) == message
+    loaded = get_benchmark("llmbar").load(BenchmarkConfig(name="llmbar", kind="llmbar", path=str(path), on_error="skip"))
+    assert loaded.skipped == [message] and len(loaded.units) == 2
+
+
+# --------------------------------------------------------------------------- checking loader kwargs from a config
+
+
+SYNTHETIC_ARGS = "its arguments: n, seed, split, families, limit, on_error"
+
+
+def test_check_loader_kwargs_accepts_a_valid_call() -> None:
+    check_loader_kwargs("synthetic", {"n": 4, "seed": 1, "limit": 2}, "data.eval")
+    check_loader_kwargs("llmbar", {"path": "x.json", "on_error": "skip"}, "data.train")
+
+
+def test_check_loader_kwargs_names_a_misspelt_argument() -> None:
+    with pytest.raises(ValueError) as info:
+        check_loader_kwargs("synthetic", {"n": 4, "limt": 2}, "data.eval")
+    assert str(info.value) == f"data.eval.kwargs.limt: loader 'synthetic' has no argument 'limt'; {SYNTHETIC_ARGS}"
+    with pytest.raises(ValueError) as info:
+        check_loader_kwargs("synthetic", {"n": 4, "limt": 2, "sed": 1}, "data.eval")
+    assert str(info.value) == f"data.eval.kwargs: loader 'synthetic' has no arguments 'limt', 'sed'; {SYNTHETIC_ARGS}"
+
+
+def test_check_loader_kwargs_names_missing_required_arguments() -> None:
+    with pytest.raises(ValueError) as info:
+        check_loader_kwargs("synthetic", {"seed": 1}, "data.train")
+    assert str(info.value) == f"data.train.kwargs: loader 'synthetic' is missing required argument 'n'; {SYNTHETIC_ARGS}"
+    with pytest.raises(ValueError, match=r"^data\.eval\.kwargs: loader 'llmbar' is missing required argument 'path'; "
+                                         r"its arguments: path, split, limit, on_error, source, hub_kwargs$"):
+        check_loader_kwargs("llmbar", {}, "data.eval")
+
+
+def test_check_loader_kwargs_names_an_unknown_loader() -> None:
+    with pytest.raises(ValueError) as info:
+        check_loader_kwargs("llm_bar", {"path": "x.json"}, "data.eval")
+    assert str(info.value) == f"data.eval.loader: unknown loader 'llm_bar'; known loaders: {', '.join(DATASETS.names())}"
+    with pytest.raises(ValueError, match=r"^data\.eval\.kwargs must be a mapping"):
+        check_loader_kwargs("synthetic", None, "data.eval")  # type: ignore[arg-type]
+
+
+def test_check_loader_kwargs_matches_what_the_loader_accepts() -> None:
+    # whatever the check lets through, the loader takes without a TypeError, and the other way round
+    for kwargs in ({"n": 3}, {"n": 3, "families": None}, {"n": 3, "limt": 1}, {"seed": 1}):
+        try:
+            check_loader_kwargs("synthetic", kwargs, "data.eval")
+        except ValueError:
+            with pytest.raises(TypeError):
+                load_dataset_pairs("synthetic", **kwargs)
+        else:
+            load_dataset_pairs("synthetic", **kwargs)

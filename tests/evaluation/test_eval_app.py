@@ -4,6 +4,8 @@ LLMBar-Natural file, with the hf engine and with the openai engine against the p
 from __future__ import annotations
 
 import json
+import socket
+import time
 
 import pytest
 import torch
@@ -13,6 +15,8 @@ from omegaconf.errors import MissingMandatoryValue
 from judge_rl.config import ModelConfig
 from judge_rl.evaluation.app import run_eval
 from judge_rl.evaluation.engines.server import ChatCompletionServer
+from judge_rl.evaluation.harness import ScoreWithheld
+from judge_rl.rundir import RunDirError
 from judge_rl.models.loading import load_model, load_tokenizer
 
 from conftest import CACHE_DIR, CONF_DIR
@@ -35,9 +39,66 @@ def test_eval_app_writes_records_summary_and_resumes(tmp_path, shared_data):
     assert len(records) == 4 and all(r["request_key"] and "output" in r and "winner" in r for r in records)
     again = run_eval(compose_eval([*TINY, f"run_dir={tmp_path}"]))
     assert again["counts"]["reused"] == 4 and again["counts"]["requests_sent"] == 0
-    # another prompt is another request
-    other = run_eval(compose_eval([*TINY, f"run_dir={tmp_path}", "judge.prompt=rewardbench_pairwise"]))
-    assert other["counts"]["requests_sent"] == 4
+    # another prompt is another run: refused in this run_dir, judged anew with resume=false
+    with pytest.raises(RunDirError, match=r"judge.prompt: null -> \"rewardbench_pairwise\""):
+        run_eval(compose_eval([*TINY, f"run_dir={tmp_path}", "judge.prompt=rewardbench_pairwise"]))
+    other = run_eval(compose_eval([*TINY, f"run_dir={tmp_path}", "judge.prompt=rewardbench_pairwise", "resume=false"]))
+    assert other["counts"]["requests_sent"] == 4 and other["counts"]["reused"] == 0
+
+
+def test_a_changed_judge_is_never_answered_from_saved_judgments(tmp_path, shared_data):
+    """On today's main a run with another seed, then another model shape, in one run_dir printed
+    "0 judged, 8 reused": the request key named the judge only by its name."""
+    run_eval(compose_eval([*TINY, "seed=1", f"run_dir={tmp_path}"]))
+    shape = ["model.tiny.hidden_size=32", "model.tiny.num_hidden_layers=1"]
+    with pytest.raises(RunDirError) as err:
+        run_eval(compose_eval([*TINY, *shape, f"run_dir={tmp_path}"]))
+    assert "model.tiny.hidden_size: 64 -> 32" in str(err.value) and "seed: 1 -> 42" in str(err.value)
+    fresh = run_eval(compose_eval([*TINY, *shape, f"run_dir={tmp_path}", "resume=false"]))
+    assert fresh["counts"]["reused"] == 0 and fresh["counts"]["requests_sent"] == 4
+    # below the config check, the request keys themselves differ: the judgments file of the first judge,
+    # put back beside the second judge's config, is not reused either
+    first = next((tmp_path / "superseded").glob("*/judgments.jsonl"))
+    (tmp_path / "judgments.jsonl").write_text(first.read_text())
+    again = run_eval(compose_eval([*TINY, *shape, f"run_dir={tmp_path}"]))
+    assert again["counts"]["reused"] == 0 and again["counts"]["requests_sent"] == 4
+
+
+def test_a_dead_endpoint_withholds_the_score_and_fails(tmp_path):
+    """On today's main, with nothing listening, RewardBench printed an official overall of 0.500 and exit 0."""
+    rows = [{"id": i, "subset": "alpacaeval-easy", "prompt": f"Q{i}", "chosen": f"good {i}", "rejected": f"bad {i}"}
+            for i in range(4)]
+    path = tmp_path / "rb.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    overrides = ["model=tiny-random", "engine=openai", f"engine.base_url=http://127.0.0.1:{port}/v1", "engine.max_retries=0",
+                 "benchmark=rewardbench", f"benchmark.path={path}", f"run_dir={tmp_path / 'run'}"]
+    with pytest.raises(ScoreWithheld, match="4 of 4 units got no answer from the engine"):
+        run_eval(compose_eval(overrides))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["official"] is None and summary["scoring"]["status"] == "withheld"
+    assert summary["counts"]["engine_failures"] == 8
+    assert json.loads((tmp_path / "run" / "status.json").read_text())["status"] == "failed"
+
+
+def test_an_over_long_row_is_left_out_and_the_good_rows_are_judged(tmp_path):
+    """On today's main a 1 MB field became a 524k-token prompt for a 2,048-position model: it ran for
+    minutes, saved nothing, and the good rows of its chunk were lost with it."""
+    rows = [{"prompt": f"Question {i}?", "chosen": f"Good answer {i}.", "rejected": f"Bad answer {i}."} for i in range(3)]
+    rows.insert(1, {"prompt": "word " * 200_000, "chosen": "Good.", "rejected": "Bad."})
+    path = tmp_path / "pref.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = time.perf_counter()
+    summary = run_eval(compose_eval(["model=tiny-random", "benchmark=preference", f"benchmark.path={path}",
+                                     "engine.max_new_tokens=4", f"run_dir={tmp_path / 'run'}"]))
+    assert time.perf_counter() - t < 120
+    assert summary["counts"]["too_long_units"] == 1 and summary["counts"]["items"] == 6
+    assert summary["harness"]["overall"]["n_pairs"] == 3 and summary["scoring"]["status"] == "complete"
+    (reason,) = summary["too_long"].values()
+    assert "> the model's context of 2048" in reason
+    assert len((tmp_path / "run" / "judgments.jsonl").read_text().splitlines()) == 6
 
 
 @pytest.fixture
@@ -64,13 +125,31 @@ def test_eval_app_through_an_openai_endpoint(tmp_path, shared_data, tiny_server)
     assert summary["counts"]["engine_failures"] == 0 and summary["counts"]["requests_sent"] == 4
     assert summary["judge"].startswith("openai:")
 
-    # a server that answers 500 to everything: four failures, counted, reported, never a verdict
+    # a server that answers 500 to everything: four failures, counted, reported, never a verdict: no score
     broken = tiny_server(fail_first_n=1000)
-    failed = run_eval(compose_eval([*overrides[:-1], f"engine.base_url={broken.base_url}", "engine.max_retries=1",
-                                    f"run_dir={tmp_path / 'broken'}"]))
-    assert failed["counts"]["engine_failures"] == 4 and failed["parse_failure_reasons"] == {"engine error": 4}
-    assert failed["harness"]["overall"]["accuracy"] == 0.0 and failed["harness"]["overall"]["parse_failure_rate"] == 1.0
-    assert failed["official"]["accuracy"] == 0.0
+    with pytest.raises(ScoreWithheld):
+        run_eval(compose_eval([*overrides[:-1], f"engine.base_url={broken.base_url}", "engine.max_retries=1",
+                               f"run_dir={tmp_path / 'broken'}"]))
+    failed = json.loads((tmp_path / "broken" / "summary.json").read_text())
+    assert failed["counts"]["engine_failures"] == 4 and failed["parse_failure_reasons"] == {}
+    assert failed["official"] is None and failed["harness"]["overall"] == {}
+
+    # the first two requests fail (concurrency 1, no retry): with eval.max_engine_failure_rate=0.5 the
+    # score stands on the answered pair and says so
+    flaky = tiny_server(fail_first_n=2)
+    partial = run_eval(compose_eval([*overrides[:-1], f"engine.base_url={flaky.base_url}", "engine.max_retries=0",
+                                     "engine.concurrency=1", "eval.max_engine_failure_rate=0.5",
+                                     f"run_dir={tmp_path / 'flaky'}"]))
+    assert partial["counts"]["engine_failures"] == 2 and partial["scoring"]["status"] == "answered_only"
+    assert partial["scoring"]["units_scored"] == 2 - partial["scoring"]["units_without_answer"] >= 1
+    assert partial["harness"]["overall"]["n_pairs"] == partial["scoring"]["units_scored"]
+
+    # the project's server refuses a prompt longer than its model's context, as vLLM's does
+    from judge_rl.evaluation.engines import OpenAIEngine
+
+    with OpenAIEngine(server.base_url, "tiny-random", max_retries=0) as engine:
+        (too_long,) = engine.complete([[{"role": "user", "content": "word " * 3000}]], max_new_tokens=4)
+    assert not too_long.ok and "HTTP 400" in too_long.error and "maximum context length is 2048" in too_long.error
 
 
 def test_eval_config_errors_fail_before_any_model_loads(tmp_path):

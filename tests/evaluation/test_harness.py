@@ -25,7 +25,7 @@ TINY = ModelConfig(name="tiny-random", source="tiny_random", gguf_file="SmolLM2-
 def tiny_engine(batch_size: int = 4) -> HFEngine:
     tok = load_tokenizer(TINY, CACHE_DIR)
     model = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
-    return HFEngine(model, tok, batch_size, identity="hf:tiny-random:seed0")
+    return HFEngine(model, tok, batch_size, name="tiny-random")
 
 
 class CountingEngine:
@@ -122,3 +122,33 @@ def test_pointwise_correctness_uses_the_rewards_threshold(tmp_path):
     three = Judgment(None, None, None, score=3)
     assert judgment_fields(item, three, build_reward("pointwise"))["correct"]
     assert not judgment_fields(item, three, build_reward("pointwise", binary_threshold=4))["correct"]
+
+
+def test_request_keys_name_the_judges_weights_not_its_name():
+    """Two tiny judges of one name (other seed, other shape, one weight nudged) never share a key."""
+    tok = load_tokenizer(TINY, CACHE_DIR)
+    messages = [{"role": "user", "content": "Which is better?"}]
+
+    def key(cfg=TINY, seed=0, nudge=False):
+        model = load_model(cfg, CACHE_DIR, torch.device("cpu"), seed=seed)
+        if nudge:
+            with torch.no_grad():
+                model.model.norm.weight[0] += 1e-3
+        return HFEngine(model, tok, 1, name="tiny-random").request_key(messages, 8)
+
+    base = key()
+    assert key() == base  # the same judge, loaded again
+    assert key(seed=1) != base
+    assert key(nudge=True) != base
+    from dataclasses import replace
+
+    assert key(cfg=replace(TINY, tiny=replace(TINY.tiny, hidden_size=32))) != base
+    engine = HFEngine(load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0), tok, 1, name="tiny-random")
+    assert engine.request_key(messages, 8) != engine.request_key(messages, 9)  # the decoding budget too
+
+
+def test_a_prompt_beyond_the_models_context_is_refused_before_generation():
+    engine = tiny_engine()
+    assert engine.too_long([{"role": "user", "content": "Hi"}], 8) is None
+    reason = engine.too_long([{"role": "user", "content": "word " * 3000}], 8)
+    assert reason and "> the model's context of 2048" in reason

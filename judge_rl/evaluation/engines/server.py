@@ -105,6 +105,10 @@ class ChatCompletionServer:
             prompt = encode_chat(self.tokenizer, messages)
         except Exception as e:  # noqa: BLE001
             return 400, _error(f"could not apply the chat template: {e}", "invalid_request_error")
+        context = getattr(self.model.config, "max_position_embeddings", None)
+        if context is not None and len(prompt) + max_tokens > context:  # as vLLM's server: refused, not run for minutes
+            return 400, _error(f"this model's maximum context length is {context} tokens; the prompt has {len(prompt)} "
+                               f"and max_tokens is {max_tokens}", "invalid_request_error")
         sampling = dict(do_sample=True, temperature=float(temperature), top_p=float(body.get("top_p") or 1.0)) if temperature > 0 else {}
         with self._generate_lock:
             if self._closed.is_set():

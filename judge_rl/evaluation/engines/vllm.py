@@ -8,6 +8,8 @@ install.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from judge_rl.evaluation.engines import INFERENCE_ENGINES, Completion, stable_hash
 
 
@@ -25,12 +27,24 @@ def model_dir(model_cfg, cache_dir: str, checkpoint: str | None) -> str:
     return model_cfg.path
 
 
+def weights_identity(path: str, cache_dir: str) -> str:
+    """A content hash of a local model directory; a hub name stands for itself (its files are not here)."""
+    if Path(path).expanduser().is_dir():
+        from judge_rl.models.identity import directory_fingerprint
+
+        return directory_fingerprint(path, cache_dir)
+    return path
+
+
 @INFERENCE_ENGINES.register("vllm")
 class VLLMEngine:
-    def __init__(self, llm, identity: str, tokenizer=None):
+    def __init__(self, llm, identity: str, tokenizer=None, context_length: int | None = None):
         self.llm = llm
         self.identity = identity
         self.tokenizer = tokenizer or llm.get_tokenizer()
+        if context_length is None:
+            context_length = getattr(getattr(getattr(llm, "llm_engine", None), "model_config", None), "max_model_len", None)
+        self.context_length = context_length
 
     @classmethod
     def from_config(cls, engine_cfg, model_cfg, cache_dir: str, checkpoint: str | None = None, seed: int = 0) -> "VLLMEngine":
@@ -47,7 +61,7 @@ class VLLMEngine:
             max_model_len=engine_cfg.max_model_len,
             seed=seed,
         )
-        return cls(llm, identity=f"vllm:{model_cfg.name}:{path}")
+        return cls(llm, identity=f"vllm:{model_cfg.name}:{weights_identity(path, cache_dir)}")
 
     def __repr__(self) -> str:
         return f"VLLMEngine({self.identity})"
@@ -55,6 +69,15 @@ class VLLMEngine:
     def request_key(self, messages: list[dict], max_new_tokens: int) -> str:
         prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return stable_hash({"engine": self.identity, "prompt": prompt, "max_new_tokens": max_new_tokens})
+
+    def too_long(self, messages: list[dict], max_new_tokens: int) -> str | None:
+        """Why this request cannot fit the served context (vLLM would reject it), or None when it fits."""
+        if self.context_length is None:
+            return None
+        n = len(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
+        if n + max_new_tokens > self.context_length:
+            return f"prompt of {n} tokens + max_new_tokens {max_new_tokens} > the model's context of {self.context_length}"
+        return None
 
     def complete(self, batch_of_messages: list[list[dict]], *, max_new_tokens: int) -> list[Completion]:
         from vllm import SamplingParams

@@ -299,3 +299,58 @@ def test_real_files_load(shared_data, file, kind, pairs, skipped):
     assert len(loaded.units) == pairs and len(loaded.skipped) == skipped
     tasks = get_benchmark(kind).tasks(loaded.units, PAIRWISE, cfg)
     assert len(tasks) == 2 * pairs and len({t.item_id for t in tasks}) == 2 * pairs
+
+
+# ----------------------------------------------------------------------------- engine failures
+
+
+class FlakyJudge(ScriptedJudge):
+    """The scripted judge behind an engine that gets no answer for questions with rule=down."""
+
+    def complete(self, batch, *, max_new_tokens):
+        self.requests += len(batch)
+        return [Completion.failure("connection error (ConnectError): refused") if "rule=down" in m[-1]["content"]
+                else Completion(self.answer(m[-1]["content"]), None, True) for m in batch]
+
+
+def flaky_run(tmp_path, kind, path, max_rate, prompt=PAIRWISE, **spec):
+    cfg = BenchmarkConfig(name=kind, kind=kind, path=str(path), **spec)
+    return evaluate_benchmark(get_benchmark(kind), cfg, FlakyJudge(), prompt, tmp_path, max_new_tokens=16,
+                              max_engine_failure_rate=max_rate)
+
+
+def test_an_engine_failure_never_takes_rewardbenchs_tie_credit(tmp_path):
+    """On today's main an unanswered request scored 0.5 ("tie or error") and the subset read 0.833."""
+    path = write_jsonl(tmp_path / "rb.jsonl", [
+        rb_row(0, "alpacaeval-easy", "right"),
+        rb_row(1, "alpacaeval-easy", "right"),
+        rb_row(2, "alpacaeval-easy", "down"),
+        rb_row(3, "llmbar-natural", "garbage"),  # a real answer that does not parse keeps the 0.5 rule
+    ])
+    withheld = flaky_run(tmp_path / "strict", "rewardbench", path, max_rate=0.0)
+    assert withheld["official"] is None and withheld["harness"]["overall"] == {}
+    scoring = withheld["scoring"]
+    assert scoring["status"] == "withheld" and scoring["units_without_answer"] == 1 and scoring["units"] == 4
+    assert "1 of 4 units got no answer" in scoring["reason"]
+    assert withheld["counts"]["engine_failures"] == 2 and withheld["parse_failure_reasons"] == {"no [[X]] verdict": 2}
+    saved = json.loads((tmp_path / "strict" / "summary.json").read_text())
+    assert saved["official"] is None and saved["scoring"]["status"] == "withheld"
+
+    partial = flaky_run(tmp_path / "lenient", "rewardbench", path, max_rate=0.25)
+    assert partial["scoring"]["status"] == "answered_only" and partial["scoring"]["units_scored"] == 3
+    assert partial["official"]["subsets"] == {"alpacaeval-easy": 1.0, "llmbar-natural": 0.5}
+    assert partial["harness"]["overall"]["n_pairs"] == 3
+
+    complete = run(tmp_path / "all", "rewardbench", write_jsonl(tmp_path / "ok.jsonl", [rb_row(0, "alpacaeval-easy", "garbage")]))[0]
+    assert complete["scoring"]["status"] == "complete" and complete["official"]["subsets"] == {"alpacaeval-easy": 0.5}
+
+
+def test_an_unanswered_rewardbench2_choice_is_not_scored_as_unreadable(tmp_path):
+    def row(i, rule):
+        return {"id": str(i), "subset": "Factuality", "prompt": f"Q{i} rule={rule}", "chosen": [f"GOOD {i}"],
+                "rejected": [f"BAD {i}a", f"BAD {i}b", f"BAD {i}c"], "num_correct": 1}
+
+    path = write_jsonl(tmp_path / "rb2.jsonl", [row(0, "right"), row(1, "down")])
+    summary = flaky_run(tmp_path / "out", "rewardbench2", path, max_rate=0.5, options={"mode": "choice"})
+    assert summary["scoring"]["units_scored"] == 1
+    assert summary["official"]["subsets"]["Factuality"] == 1.0  # not (1 + 0.25) / 2

@@ -1,0 +1,108 @@
+"""The command line shared by judge_rl's Hydra apps (`python -m judge_rl`, `python -m judge_rl.eval`).
+
+- A failure prints one line, `judge_rl: error: <Type>: <message>`, and exits 1; Hydra's traceback is
+  kept for `HYDRA_FULL_ERROR=1`.
+- Every run directory ends with a `status.json` (judge_rl/rundir.py); a failure before the run
+  directory was claimed (a bad config) is written into Hydra's job directory.
+- In a multirun, a failing point does not stop or hide the others: its error goes into its own
+  directory, the sweep goes on, and it ends (`SweepReport`, a Hydra callback in conf/*.yaml) with the
+  list of points that did not finish and their one-line reasons, and exit code 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from judge_rl.rundir import STATUS_FILE, one_line, read_status, write_status
+
+HINT = "(HYDRA_FULL_ERROR=1 shows the traceback)"
+
+
+def _full_error() -> bool:
+    return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
+
+
+def _job_dir() -> Path | None:
+    try:
+        return Path(HydraConfig.get().runtime.output_dir)
+    except (ValueError, AttributeError):  # not under Hydra (e.g. called directly)
+        return None
+
+
+def _is_multirun() -> bool:
+    try:
+        return HydraConfig.get().mode == RunMode.MULTIRUN
+    except ValueError:
+        return False
+
+
+def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
+    """Wrap an app's `run(cfg)` for `@hydra.main` (see the module docstring)."""
+
+    @functools.wraps(run_fn)
+    def task(cfg: DictConfig) -> Any:
+        try:
+            return run_fn(cfg)
+        except Exception as e:
+            line = one_line(e)
+            job_dir = _job_dir()
+            if job_dir is not None and read_status(job_dir) is None:  # failed before claiming its run_dir
+                job_dir.mkdir(parents=True, exist_ok=True)
+                write_status(job_dir, "failed", line)
+            if _full_error():
+                raise
+            if _is_multirun():
+                print(f"judge_rl: sweep point {job_dir} failed: {line}", file=sys.stderr, flush=True)
+                return None  # the sweep goes on; SweepReport lists the failures at its end
+            print(f"judge_rl: error: {line} {HINT}", file=sys.stderr, flush=True)
+            sys.exit(1)
+
+    return task
+
+
+def _overrides(point_dir: Path) -> list[str]:
+    path = point_dir / ".hydra" / "overrides.yaml"
+    try:
+        return [str(o) for o in OmegaConf.to_container(OmegaConf.load(path))]
+    except (OSError, ValueError, TypeError):
+        return ["?"]
+
+
+def sweep_failures(sweep_dir: Path) -> list[str]:
+    """One line per point of a sweep that did not finish: its directory, the overrides that make it
+    differ from the other points, and its reason."""
+    points = sorted({p.parent for p in sweep_dir.glob(f"*/{STATUS_FILE}")} | {p.parent for p in sweep_dir.glob("*/.hydra")},
+                    key=lambda p: (len(p.name), p.name))
+    overrides = {p: _overrides(p) for p in points}
+    shared = set.intersection(*(set(o) for o in overrides.values())) if len(points) > 1 else set()
+    lines = []
+    for point in points:
+        status = read_status(point) or {"status": "no status written", "error": None}
+        if status["status"] != "finished":
+            swept = " ".join(o for o in overrides[point] if o not in shared)
+            lines.append(f"{point} ({swept}): {status['status']}: {status.get('error') or status['status']}")
+    return lines
+
+
+class SweepReport(Callback):
+    """At the end of a multirun: list the points that did not finish, and exit 1 if there are any."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        failed = sweep_failures(sweep_dir)
+        if failed:
+            n_points = len({p.parent for p in sweep_dir.glob("*/.hydra")})
+            print(f"judge_rl: {len(failed)} of {n_points} sweep points did not finish:", file=sys.stderr)
+            for line in failed:
+                print(f"  {line}", file=sys.stderr)
+            sys.stderr.flush()
+            sys.exit(1)

@@ -1,0 +1,99 @@
+"""The command line, in real subprocesses: unique run directories, one process per directory, one-line
+errors, and sweeps whose failing points are each recorded and listed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from judge_rl.rundir import RunDirError, claim_run_dir, read_status
+
+from conftest import CACHE_DIR
+
+QUICK = ["model=tiny-random", "logger=none", "stages=[eval_base]", "eval.limit=2", "eval.benchmarks=[]",
+         "eval.max_new_tokens=4", f"cache_dir={CACHE_DIR}"]
+
+
+def judge_rl(*args: str, cwd: Path, env: dict | None = None, module: str = "judge_rl", **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "", **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def test_two_runs_started_together_get_their_own_directories(tmp_path):
+    """On today's main both used outputs/<date>/<time>: one metrics file, one judgments file, two judges."""
+    procs = [judge_rl(*QUICK, f"seed={seed}", cwd=tmp_path) for seed in (1, 2)]
+    results = [finish(p) for p in procs]
+    assert [rc for rc, _, _ in results] == [0, 0], [err[-2000:] for _, _, err in results]
+    run_dirs = sorted(p.parent for p in tmp_path.glob("outputs/*/*/resolved_config.yaml"))
+    assert len(run_dirs) == 2
+    seeds = set()
+    for run_dir in run_dirs:
+        lines = (run_dir / "eval" / "base" / "judgments.jsonl").read_text().splitlines()
+        assert len(lines) == 4  # 2 pairs x both orders: one judge's records only
+        assert read_status(run_dir)["status"] == "finished"
+        seeds.add(next(line for line in (run_dir / "resolved_config.yaml").read_text().splitlines() if line.startswith("seed:")))
+    assert seeds == {"seed: 1", "seed: 2"}
+
+
+def test_a_run_directory_in_use_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = judge_rl(*QUICK, "eval.limit=6", "eval.max_new_tokens=32", f"run_dir={run_dir}", cwd=tmp_path)
+    deadline = time.time() + 120
+    while (read_status(run_dir) or {}).get("status") != "running" and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before its directory could be claimed twice"
+    with pytest.raises(RunDirError, match=f"run_dir {run_dir} is in use by pid {proc.pid}"):
+        with claim_run_dir(run_dir, {}, resume=True, neutral=()):
+            pass
+    rc, _, err = finish(proc)
+    assert rc == 0, err[-2000:]
+    assert read_status(run_dir)["status"] == "finished"
+
+
+def test_a_user_mistake_prints_one_line_and_the_traceback_only_on_request(tmp_path):
+    rc, out, err = finish(judge_rl(*QUICK, "trainer.save_every=0", cwd=tmp_path))
+    assert rc == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == ["judge_rl: error: ValueError: trainer.save_every=0: expected >= 1 (HYDRA_FULL_ERROR=1 shows the traceback)"]
+    assert "Traceback" not in out + err
+    status = json.loads(next(tmp_path.glob("outputs/*/*/status.json")).read_text())
+    assert status["status"] == "failed" and "trainer.save_every=0" in status["error"]
+
+    rc, _, err = finish(judge_rl("judge.checkpoint=/nonexistent/ckpt", "model=tiny-random", f"cache_dir={CACHE_DIR}",
+                                 cwd=tmp_path, module="judge_rl.eval"))
+    assert rc == 1
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "judge_rl: error: ValueError: judge.checkpoint=/nonexistent/ckpt: no such directory (HYDRA_FULL_ERROR=1 shows the traceback)"
+    ]
+
+    rc, _, err = finish(judge_rl(*QUICK, "trainer.save_every=0", cwd=tmp_path, env={"HYDRA_FULL_ERROR": "1"}))
+    assert rc == 1 and "Traceback" in err and "trainer.save_every=0: expected >= 1" in err
+
+
+def test_a_sweep_records_every_failing_point_and_lists_them_at_its_end(tmp_path):
+    """On today's main the sweep raised the first failure only; the others left empty directories."""
+    rc, out, err = finish(judge_rl("-m", *QUICK, "trainer.save_every=0,1,-1", cwd=tmp_path), timeout=600)
+    assert rc == 1, err[-3000:]
+    sweep = next(tmp_path.glob("multirun/*/*"))
+    statuses = {p.name: read_status(p) for p in sorted(sweep.iterdir()) if p.is_dir()}
+    assert sorted(statuses) == ["0", "1", "2"]
+    assert statuses["1"]["status"] == "finished"
+    assert statuses["0"]["status"] == "failed" and "trainer.save_every=0: expected >= 1" in statuses["0"]["error"]
+    assert statuses["2"]["status"] == "failed" and "trainer.save_every=-1: expected >= 1" in statuses["2"]["error"]
+    assert "2 of 3 sweep points did not finish" in err
+    listed = err.split("did not finish:")[1]
+    assert "/0 (trainer.save_every=0): failed: ValueError: trainer.save_every=0: expected >= 1" in listed
+    assert "/2 (trainer.save_every=-1): failed: ValueError: trainer.save_every=-1: expected >= 1" in listed
+    assert "save_every=1)" not in listed

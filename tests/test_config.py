@@ -1,0 +1,79 @@
+"""Config validation: every step, size and rate field, the judge's weights and the loaders' arguments are
+checked before any model loads, with the key named."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from judge_rl.config import to_eval_config, to_job_config
+
+from conftest import CACHE_DIR, CONF_DIR, compose_config
+
+
+def job(*overrides: str):
+    return to_job_config(compose_config(["run_dir=/tmp/unused", "model=tiny-random", *overrides]))
+
+
+def eval_job(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=[f"cache_dir={CACHE_DIR}", "run_dir=/tmp/unused", "model=tiny-random", *overrides])
+    return to_eval_config(cfg)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("trainer.save_every=0", "trainer.save_every=0: expected >= 1"),
+        ("trainer.total_steps=0", "trainer.total_steps=0: expected >= 1"),
+        ("trainer.total_steps=-3", "trainer.total_steps=-3: expected >= 1"),
+        ("trainer.prompts_per_step=0", "trainer.prompts_per_step=0: expected >= 1"),
+        ("eval.limit=-1", "eval.limit=-1: expected >= 1"),
+        ("eval.limit=0", "eval.limit=0: expected >= 1"),
+        ("eval.max_engine_failure_rate=1.5", r"eval.max_engine_failure_rate=1.5: expected \[0, 1\]"),
+        ("trainer.top_p=0", r"trainer.top_p=0.0: expected \(0, 1\]"),
+        ("sft.batch_size=0", "sft.batch_size=0: expected >= 1"),
+        ("eval.benchmark_limit=0", "eval.benchmark_limit=0: expected >= 1"),
+    ],
+)
+def test_main_job_refuses_out_of_range_fields(override, message):
+    with pytest.raises(ValueError, match=message):
+        job(override)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("engine.backoff_s=-1", r"engine.backoff_s=-1.0: expected >= 0"),
+        ("engine.timeout_s=0", r"engine.timeout_s=0.0: expected > 0"),
+        ("engine.max_retries=-1", "engine.max_retries=-1: expected >= 0"),
+        ("benchmark.limit=-1", "benchmark.limit=-1: expected >= 1"),
+        ("engine.concurrency=0", "engine.concurrency=0: expected >= 1"),
+    ],
+)
+def test_eval_app_refuses_out_of_range_fields(override, message):
+    overrides = [override]
+    if override.startswith(("engine.backoff", "engine.timeout", "engine.max_retries", "engine.concurrency")):
+        overrides = ["engine=openai", "engine.base_url=http://127.0.0.1:9/v1", override]
+    with pytest.raises(ValueError, match=message):
+        eval_job(*overrides)
+
+
+def test_a_misspelt_source_fails_at_once_not_after_a_hub_attempt():
+    with pytest.raises(ValueError, match="model.source='lcoal': expected one of gguf_package, hub, local, tiny_random"):
+        job("model.source=lcoal")
+
+
+def test_missing_model_directories_are_named(tmp_path):
+    with pytest.raises(ValueError, match=f"model.path={tmp_path}/nope: no such directory"):
+        job("model.source=local", f"model.path={tmp_path}/nope")
+    with pytest.raises(ValueError, match=f"judge.checkpoint={tmp_path}/ckpt: no such directory"):
+        eval_job(f"judge.checkpoint={tmp_path}/ckpt")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="not a model directory"):
+        eval_job(f"judge.checkpoint={tmp_path}/empty")
+
+
+def test_a_misspelt_loader_argument_is_named():
+    with pytest.raises(ValueError, match="data.eval.kwargs.limt: loader 'synthetic' has no argument 'limt'"):
+        job("+data.eval.kwargs.limt=2")

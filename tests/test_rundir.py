@@ -1,0 +1,60 @@
+"""A run directory belongs to one process and one config (judge_rl/rundir.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge_rl.rundir import RunDirError, claim_run_dir, config_diff, one_line, read_status
+
+NEUTRAL = ("run_dir", "logger")
+
+
+def test_a_second_claim_of_a_directory_in_use_refuses(tmp_path):
+    with claim_run_dir(tmp_path, {"seed": 1}, resume=True, neutral=NEUTRAL):
+        with pytest.raises(RunDirError, match="is in use by pid"):
+            with claim_run_dir(tmp_path, {"seed": 1}, resume=True, neutral=NEUTRAL):
+                pass
+    # released at the end: the same config resumes
+    with claim_run_dir(tmp_path, {"seed": 1}, resume=True, neutral=NEUTRAL):
+        assert read_status(tmp_path)["status"] == "running"
+    assert read_status(tmp_path)["status"] == "finished"
+
+
+def test_a_different_config_refuses_with_the_keys_and_resume_false_supersedes(tmp_path):
+    config = {"seed": 1, "model": {"tiny": {"hidden_size": 64}}, "logger": {"name": "none"}}
+    with claim_run_dir(tmp_path, config, resume=True, neutral=NEUTRAL):
+        (tmp_path / "judgments.jsonl").write_text('{"item_id": "a"}\n')
+    # a neutral key may change
+    with claim_run_dir(tmp_path, {**config, "logger": {"name": "wandb"}}, resume=True, neutral=NEUTRAL):
+        pass
+    other = {**config, "seed": 2, "model": {"tiny": {"hidden_size": 32}}}
+    with pytest.raises(RunDirError) as err:
+        with claim_run_dir(tmp_path, other, resume=True, neutral=NEUTRAL):
+            pass
+    message = str(err.value)
+    assert "\n" not in message and "model.tiny.hidden_size: 64 -> 32" in message and "seed: 1 -> 2" in message
+    assert "resume=false" in message
+    assert (tmp_path / "judgments.jsonl").exists() and read_status(tmp_path)["status"] == "finished"
+    with claim_run_dir(tmp_path, other, resume=False, neutral=NEUTRAL):
+        assert not (tmp_path / "judgments.jsonl").exists()
+    moved = list((tmp_path / "superseded").glob("*/judgments.jsonl"))
+    assert len(moved) == 1 and moved[0].read_text() == '{"item_id": "a"}\n'
+
+
+def test_a_failure_is_recorded_with_its_one_line_error(tmp_path):
+    with pytest.raises(ValueError):
+        with claim_run_dir(tmp_path, {}, resume=True, neutral=()):
+            raise ValueError("trainer.save_every=0: expected >= 1\n(second line)")
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["status"] == "failed"
+    assert status["error"] == "ValueError: trainer.save_every=0: expected >= 1 | (second line)"
+    assert one_line(KeyError("unknown prompt 'nope'")) == "KeyError: unknown prompt 'nope'"
+
+
+def test_config_diff_ignores_neutral_prefixes_only():
+    old = {"trainer": {"total_steps": 0, "save_every": 5}, "stages": ["rl"]}
+    new = {"trainer": {"total_steps": 2, "save_every": 1}, "stages": ["rl", "eval_rl"]}
+    assert config_diff(old, new, ("trainer.save_every", "stages")) == ["trainer.total_steps: 0 -> 2"]
+    assert config_diff({"a": 1}, {"b": 1}, ()) == ["a: 1 -> (absent)", "b: (absent) -> 1"]
