@@ -9,9 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from omegaconf import DictConfig, OmegaConf
+
+
+def dotted_leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """{"a.b.c": leaf} for every leaf of nested mappings; lists and empty mappings are leaves."""
+    if isinstance(tree, Mapping) and tree:
+        out: dict[str, Any] = {}
+        for key, value in tree.items():
+            out.update(dotted_leaves(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: tree} if prefix else {}
 
 
 @dataclass
@@ -24,6 +34,17 @@ class TinyModelConfig:
 
 
 @dataclass
+class ArchConfig:
+    """The judge's attention heads and context length, declared for hub models so that a GPU job can be
+    checked offline before it starts (vLLM's tensor parallelism must divide the heads; prompt + response
+    must fit the context). Where the model's files are local its config.json is read instead. null: unknown."""
+
+    num_attention_heads: Optional[int] = None
+    num_key_value_heads: Optional[int] = None
+    max_position_embeddings: Optional[int] = None
+
+
+@dataclass
 class ModelConfig:
     name: str = "smollm2-135m"
     source: str = "gguf_package"  # gguf_package | hub | tiny_random | local
@@ -32,6 +53,7 @@ class ModelConfig:
     dtype: str = "float32"
     max_prompt_length: int = 512
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
+    arch: ArchConfig = field(default_factory=ArchConfig)
 
 
 @dataclass
@@ -113,6 +135,9 @@ class ClusterConfig:
     n_gpus_per_node: int = 1
     nnodes: int = 1
     ray_address: Optional[str] = None  # an existing Ray cluster ("auto" or host:port); None: verl starts one
+    # preferred vLLM rollout tensor parallelism; the largest TP up to it that divides the model's attention
+    # and KV heads and the GPUs of a node is used (null: verl's default, 2)
+    rollout_tp: Optional[int] = None
     # dotted verl keys set last (e.g. actor_rollout_ref.rollout.tensor_model_parallel_size: 4); a key
     # verl does not read is refused
     verl_overrides: dict[str, Any] = field(default_factory=dict)
@@ -207,7 +232,8 @@ class LoggerConfig:
     name: str = "none"
     project: str = "judge_rl"
     entity: Optional[str] = None
-    mode: str = "auto"
+    mode: str = "auto"  # auto (online with WANDB_API_KEY, else offline) | online | offline | disabled; WANDB_MODE wins
+    group: Optional[str] = None  # W&B run group (e.g. one per sweep)
     tags: list[str] = field(default_factory=list)
 
 
@@ -332,6 +358,7 @@ JOB_RANGES = {
     "cluster.threads": ">= 1",
     "cluster.n_gpus_per_node": ">= 1",
     "cluster.nnodes": ">= 1",
+    "cluster.rollout_tp": ">= 1",
 }
 EVAL_RANGES = {
     **MODEL_RANGES,

@@ -29,6 +29,8 @@ from typing import Any, Iterator, Sequence
 
 from omegaconf import OmegaConf
 
+from judge_rl.config import dotted_leaves
+
 CONFIG_FILE = "resolved_config.yaml"
 STATUS_FILE = "status.json"
 LOCK_FILE = ".lock"
@@ -56,16 +58,6 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
-    """{"a.b.c": leaf} for nested dicts; lists are leaves."""
-    if isinstance(tree, dict):
-        out: dict[str, Any] = {}
-        for key, value in tree.items():
-            out.update(flatten(value, f"{prefix}{key}."))
-        return out if out or not prefix else {prefix[:-1]: {}}
-    return {prefix[:-1]: tree}
-
-
 def config_diff(saved: dict[str, Any], current: dict[str, Any], neutral: Sequence[str]) -> list[str]:
     """`key: old -> new` for every key that differs, except keys under one of `neutral` (dotted
     prefixes of keys that do not change any result, e.g. "logger" or "trainer.save_every")."""
@@ -73,7 +65,7 @@ def config_diff(saved: dict[str, Any], current: dict[str, Any], neutral: Sequenc
     def shaping(key: str) -> bool:
         return not any(key == n or key.startswith(n + ".") for n in neutral)
 
-    old, new = flatten(saved), flatten(current)
+    old, new = dotted_leaves(saved), dotted_leaves(current)
     missing = object()
     changes = []
     for key in sorted(set(old) | set(new)):

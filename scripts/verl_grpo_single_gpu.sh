@@ -12,6 +12,10 @@ if not torch.cuda.is_available():
     sys.exit("scripts/verl_grpo_single_gpu.sh needs a CUDA GPU")
 import vllm, verl  # noqa: F401  (fail here, clearly, when the GPU extras are missing)
 PY
-python -m judge_rl cluster=single_gpu model=smollm2-135m algorithm=grpo reward=strength \
-  trainer.total_steps=5 trainer.prompts_per_step=16 trainer.max_new_tokens=256 \
-  logger=none "$@"
+JOB=(cluster=single_gpu model=smollm2-135m algorithm=grpo reward=strength
+     trainer.total_steps=5 trainer.prompts_per_step=16 trainer.max_new_tokens=256 logger=none "$@")
+# The preflight first (judge_rl/engines/verl/preflight.py): verl's own config checks, TP against the
+# model's heads, lengths against its context, the reward file loading in a fresh process, the logger's
+# mode, writable paths. It fails here, in seconds, instead of minutes into the GPU job.
+python -m judge_rl "${JOB[@]}" --dry-run > /dev/null
+python -m judge_rl "${JOB[@]}"

@@ -108,7 +108,7 @@ def test_algorithm_translates_and_passes_verl_validation(algorithm, translate, m
     assert cfg.trainer.total_training_steps == t.total_steps
     assert cfg.trainer.save_freq == t.save_every
     assert cfg.trainer.max_actor_ckpt_to_keep == t.keep_checkpoints
-    assert cfg.trainer.logger == ["console"]
+    assert cfg.trainer.logger == ["console", "file"]
     assert cfg.trainer.n_gpus_per_node == 1 and cfg.trainer.nnodes == 1
 
 
@@ -203,7 +203,7 @@ def test_stages_map_to_verl_validation(translate):
 
 def test_wandb_logger(translate):
     _, cfg = translate([HUB, "logger=wandb"])
-    assert cfg.trainer.logger == ["console", "wandb"]
+    assert cfg.trainer.logger == ["console", "file", "wandb"]
     assert cfg.trainer.project_name == "judge_rl"
 
 
@@ -215,7 +215,8 @@ def test_multi_gpu_scale(translate):
         nnodes=2,
     )
     validate(cfg)
-    assert cfg.actor_rollout_ref.rollout.tensor_model_parallel_size == 2  # verl's default TP divides 8
+    # verl's default TP (2) divides 8 GPUs and Qwen2.5-7B's 28 attention and 4 KV heads
+    assert cfg.actor_rollout_ref.rollout.tensor_model_parallel_size == 2
     assert cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu == 4  # min(4, 64 / 16)
     assert cfg.trainer.n_gpus_per_node == 8 and cfg.trainer.nnodes == 2
 
@@ -322,3 +323,17 @@ def test_translated_config_is_struct(translate):
     _, cfg = translate([HUB])
     with pytest.raises(ConfigAttributeError):
         cfg.trainer.not_a_key  # noqa: B018
+
+
+def test_rollout_tp_is_chosen_from_the_models_heads_and_the_gpus():
+    from judge_rl.config import ArchConfig
+    from judge_rl.engines.verl.translate import choose_rollout_tp
+
+    smollm2 = ArchConfig(9, 3, 8192)
+    qwen7b = ArchConfig(28, 4, 32768)
+    assert choose_rollout_tp(smollm2, 2, 8) == 1  # 2 divides neither 9 nor 3
+    assert choose_rollout_tp(smollm2, 4, 6) == 3
+    assert choose_rollout_tp(qwen7b, 2, 8) == 2
+    assert choose_rollout_tp(qwen7b, 8, 8) == 4  # 8 does not divide 28 heads; 4 divides 28, 4 and 8
+    assert choose_rollout_tp(qwen7b, 2, 1) == 1
+    assert choose_rollout_tp(ArchConfig(), 2, 8) == 2  # unknown heads: the GPUs alone (the preflight says so)

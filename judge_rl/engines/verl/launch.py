@@ -17,20 +17,27 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from omegaconf import OmegaConf
 
-from judge_rl.config import JobConfig
+from judge_rl.config import JobConfig, dotted_leaves
 from judge_rl.engines.verl.export import export_job_data, reward_module_path
+from judge_rl.engines.verl.preflight import preflight
 from judge_rl.engines.verl.translate import validate, verl_config
+from judge_rl.models.arch import model_arch
 from judge_rl.reports.console import console
+from judge_rl.reports.jsonl import read_jsonl
+from judge_rl.reports.logging import wandb_mode
 from judge_rl.updates import ENGINES
 from judge_rl.updates.rl_loop import RLResult
 
 # Forwarded by name to Ray workers (values only ever come from the environment).
-FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME")
+FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_BASE_URL",
+                 "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH")
+METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
 
 
 def experiment_name(job: JobConfig, run_dir: Path) -> str:
@@ -41,7 +48,8 @@ def experiment_name(job: JobConfig, run_dir: Path) -> str:
 
 
 def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
-    """Data files, the translated and validated verl config, its path and the launch command."""
+    """Data files, the translated and validated verl config, its path and the launch command; the
+    preflight checks (preflight.py) pass before it returns."""
     data = export_job_data(job, run_dir / "verl" / "data")
     cfg = verl_config(
         job,
@@ -51,7 +59,9 @@ def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
         ckpt_dir=str((run_dir / "verl" / "checkpoints").resolve()),
         n_gpus_per_node=job.cluster.n_gpus_per_node,
         nnodes=job.cluster.nnodes,
-        extra=dict(job.cluster.verl_overrides) or None,
+        # dotted keys as written in YAML, or nested as Hydra builds them from a command line
+        # (+cluster.verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=4)
+        extra=dotted_leaves(job.cluster.verl_overrides) or None,
         init_model=str(init_model) if init_model else None,
     )
     validate(cfg)
@@ -59,14 +69,47 @@ def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(OmegaConf.to_yaml(cfg))
     command = [sys.executable, "-m", "judge_rl.engines.verl.entry", str(path.resolve())]
+    model_path = cfg.actor_rollout_ref.model.path
+    preflight(
+        cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}",
+        launch_env(job, run_dir),
+        {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
+         "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
+    )
     return cfg, path, command
 
 
-def launch_env(job: JobConfig) -> dict[str, str]:
-    env = dict(os.environ)
+def launch_env(job: JobConfig, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the verl process (and, through entry.py, of its Ray workers): this one, plus
+    the W&B settings resolved as a local run resolves them (an explicit WANDB_MODE wins; else
+    logger.mode, `auto` offline without a key), and where verl's file logger writes this launch's metrics.
+    Only names and modes are added; a key is passed on only if it already is in the environment."""
+    env = dict(os.environ if environ is None else environ)
     if job.cluster.ray_address:
         env["RAY_ADDRESS"] = job.cluster.ray_address
+    if job.logger.name == "wandb":
+        env["WANDB_MODE"] = wandb_mode(job.logger.mode, env)
+        env["WANDB_PROJECT"] = job.logger.project
+        if job.logger.entity:
+            env["WANDB_ENTITY"] = job.logger.entity
+        if job.logger.group:
+            env["WANDB_RUN_GROUP"] = job.logger.group
+    env["VERL_FILE_LOGGER_PATH"] = str((run_dir / "verl" / METRICS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl").resolve())
     return env
+
+
+def read_verl_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """Every step verl's FileLogger wrote (`{"step": k, "data": {metric: value}}` a line) over all launches
+    of this run (a resumed job writes a new file), the later launch winning a step both logged; numeric
+    values only, under verl's metric names (the ones a local run logs)."""
+    by_step: dict[int, dict[str, float]] = {}
+    for path in sorted((run_dir / "verl" / METRICS_DIR).glob("*.jsonl")):
+        for record in read_jsonl(path):
+            if not isinstance(record, dict) or "step" not in record or not isinstance(record.get("data"), dict):
+                raise ValueError(f"{path}: not verl's file-logger format ({{'step': k, 'data': {{...}}}}): {str(record)[:120]}")
+            values = {k: float(v) for k, v in record["data"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            by_step.setdefault(int(record["step"]), {}).update(values)
+    return [{"step": step, **by_step[step]} for step in sorted(by_step)]
 
 
 def shown_command(job: JobConfig, command: list[str]) -> str:
@@ -101,8 +144,15 @@ def train_verl(
         raise ValueError(f"reward={job.reward.name} pairs samples across a group: it runs on cluster=local only")
     cfg, path, command = prepare(job, run_dir, init_model)
     console.print(f"verl: launching {shown_command(job, command)}")
-    subprocess.run(command, env=launch_env(job), check=True)
-    return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=[])
+    try:
+        subprocess.run(command, env=launch_env(job, run_dir), check=True)
+    finally:  # the steps verl finished count even when it crashed later
+        history = []
+        for record in read_verl_metrics(run_dir):
+            step = record.pop("step")
+            log(record, step)
+            history.append(record)
+    return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=history)
 
 
 def merged_model_dir(cfg, run_dir: Path) -> Path:

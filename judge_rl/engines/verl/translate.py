@@ -51,15 +51,17 @@ Mapping (judge_rl -> verl 0.9.1)
                                                             data.filter_overlong_prompts = true (judge_rl
                                                             drops pairs over the prompt budget)
   seed                                                   -> data.seed, rollout.seed, actor.data_loader_seed
-  n_gpus_per_node, nnodes                                -> trainer.*; rollout.tensor_model_parallel_size
-                                                            keeps verl's default (2) where it divides a
-                                                            node's GPUs, else 1
+  n_gpus_per_node, nnodes, cluster.rollout_tp, model.arch -> trainer.*; rollout.tensor_model_parallel_size =
+                                                            the largest TP up to cluster.rollout_tp (null:
+                                                            verl's 2) dividing a node's GPUs and the
+                                                            model's attention and KV heads
   reward.{name, weights}                                 -> reward.custom_reward_function.{path, name,
                                                             reward_kwargs = {reward_name, **weights}};
                                                             reward.reward_manager.name = naive
   trainer.{total_steps, save_every, keep_checkpoints}, logger, stages
                                                          -> trainer.{total_training_steps, save_freq,
-                                                            max_*_ckpt_to_keep, logger, project_name,
+                                                            max_*_ckpt_to_keep, logger (+ "file", read
+                                                            back after the job), project_name,
                                                             val_before_train (eval_base), test_freq
                                                             (total_steps when eval_rl runs, else -1)};
                                                             total_epochs = total_steps (never the limit)
@@ -80,7 +82,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from judge_rl.config import JobConfig
+from judge_rl.config import JobConfig, dotted_leaves
+from judge_rl.models.arch import model_arch
 
 VERL_CONFIG_MODULE = "verl.trainer.config"
 VERL_CONFIG_NAME = "ppo_trainer"
@@ -148,16 +151,6 @@ def compose_verl_defaults(overrides: list[str] | tuple[str, ...] = ()) -> DictCo
             return compose(config_name=VERL_CONFIG_NAME, overrides=list(overrides))
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted key -> value for every leaf of a plain container; an empty mapping is a leaf ({})."""
-    if isinstance(node, Mapping) and node:
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out
-    return {prefix[:-1]: node}
-
-
 def _container(cfg: DictConfig) -> dict[str, Any]:
     # resolve=False: MISSING values come back as "???" and interpolations as text, nothing raises
     return OmegaConf.to_container(cfg, resolve=False)  # type: ignore[return-value]
@@ -168,8 +161,8 @@ def _default_leaves() -> dict[str, Any]:
     """Every leaf of verl's composed defaults, before and after resolution (an interpolation such as
     rollout.mtp = ${oc.select:actor_rollout_ref.model.mtp,null} resolves to a whole mapping)."""
     cfg = compose_verl_defaults()
-    resolved = _flatten(OmegaConf.to_container(cfg, resolve=True))
-    return {**resolved, **_flatten(_container(cfg))}
+    resolved = dotted_leaves(OmegaConf.to_container(cfg, resolve=True))
+    return {**resolved, **dotted_leaves(_container(cfg))}
 
 
 def _is_known(key: str, defaults: dict[str, Any]) -> bool:
@@ -198,7 +191,7 @@ def ignored_keys(cfg: DictConfig) -> list[str]:
     is read instead (`...optim.clip_grad`).
     """
     defaults = _default_leaves()
-    leaves = _flatten(_container(cfg))
+    leaves = dotted_leaves(_container(cfg))
     found = []
     for key, value in leaves.items():
         if key.split(".")[0] in LEGACY_TOP_LEVEL:
@@ -214,12 +207,12 @@ def ignored_keys(cfg: DictConfig) -> list[str]:
 
 def unresolved_keys(cfg: DictConfig) -> list[str]:
     """Keys whose value is still an interpolation (`${...}`), sorted."""
-    return sorted(k for k, v in _flatten(_container(cfg)).items() if isinstance(v, str) and "${" in v)
+    return sorted(k for k, v in dotted_leaves(_container(cfg)).items() if isinstance(v, str) and "${" in v)
 
 
 def missing_keys(cfg: DictConfig) -> list[str]:
     """Keys whose value is MISSING (`???`), sorted."""
-    return sorted(k for k, v in _flatten(_container(cfg)).items() if v == "???")
+    return sorted(k for k, v in dotted_leaves(_container(cfg)).items() if v == "???")
 
 
 # --------------------------------------------------------------------------- judge_rl -> verl values
@@ -284,7 +277,7 @@ def _job_values(
     n_gpus_per_node: int,
     nnodes: int,
     model_path: str,
-    default_tp: int,
+    rollout_tp: int,
 ) -> dict[str, Any]:
     a, t = job.algorithm, job.trainer
     n_gpus = n_gpus_per_node * nnodes
@@ -339,8 +332,8 @@ def _job_values(
         f"{rollout}.response_length": t.max_new_tokens,
         f"{rollout}.log_prob_micro_batch_size_per_gpu": micro,
         f"{rollout}.seed": job.seed,
-        # verl's default TP (2) must divide the GPUs of a node; a 1-GPU (or odd) node rolls out on one GPU
-        f"{rollout}.tensor_model_parallel_size": default_tp if n_gpus_per_node % default_tp == 0 else 1,
+        # chosen from the model's heads and the node's GPUs (choose_rollout_tp)
+        f"{rollout}.tensor_model_parallel_size": rollout_tp,
         # the (disabled) reward model's rollout engine is MISSING in verl's defaults; name it so that no
         # mandatory value is left open
         "reward.reward_model.rollout.name": ROLLOUT_ENGINE,
@@ -378,7 +371,9 @@ def _job_values(
         "trainer.default_local_dir": str(Path(ckpt_dir).expanduser().resolve()),
         "trainer.n_gpus_per_node": n_gpus_per_node,
         "trainer.nnodes": nnodes,
-        "trainer.logger": ["console", "wandb"] if job.logger.name == "wandb" else ["console"],
+        # "file": verl's FileLogger writes every step's metrics to $VERL_FILE_LOGGER_PATH (set per launch),
+        # which judge_rl reads back into the run's metrics.jsonl and results
+        "trainer.logger": ["console", "file", "wandb"] if job.logger.name == "wandb" else ["console", "file"],
     }
     if critic:
         values.update(
@@ -391,6 +386,17 @@ def _job_values(
             }
         )
     return values
+
+
+def choose_rollout_tp(arch, preferred: int, n_gpus_per_node: int) -> int:
+    """The largest rollout tensor parallelism up to `preferred` that divides the GPUs of a node and, where
+    known, the model's attention and KV heads (vLLM refuses a TP that does not divide them: SmolLM2-135M's
+    9 heads and 3 KV heads allow TP 1 or 3, never 2)."""
+    heads = [h for h in (arch.num_attention_heads, arch.num_key_value_heads) if h]
+    for tp in range(max(1, preferred), 0, -1):
+        if n_gpus_per_node % tp == 0 and all(h % tp == 0 for h in heads):
+            return tp
+    return 1
 
 
 def _set(cfg: DictConfig, key: str, value: Any, defaults: dict[str, Any]) -> None:
@@ -444,7 +450,11 @@ def verl_config(
         n_gpus_per_node=n_gpus_per_node,
         nnodes=nnodes,
         model_path=model_path,
-        default_tp=int(cfg.actor_rollout_ref.rollout.tensor_model_parallel_size),
+        rollout_tp=choose_rollout_tp(
+            model_arch(job.model, model_path),
+            job.cluster.rollout_tp or int(cfg.actor_rollout_ref.rollout.tensor_model_parallel_size),
+            n_gpus_per_node,
+        ),
     )
     for key, value in {**values, **dict(extra or {})}.items():
         _set(cfg, key, value, defaults)
