@@ -97,41 +97,62 @@ def generate(
     return results  # type: ignore[return-value]
 
 
+def sample_tokens(logits: torch.Tensor, temperature: float, top_p: float = 1.0) -> torch.Tensor:
+    """One token per row from (rows, vocab) logits: argmax at temperature 0, else softmax(logits / T)
+    restricted to the smallest set of tokens whose probability reaches top_p (as `generate`'s
+    TopPLogitsWarper keeps it), drawn from torch's global generator."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_probs, sorted_idx = probs.sort(dim=-1, descending=True)
+        # drop a token when the tokens ranked above it already reach top_p (the first is always kept)
+        drop = (sorted_probs.cumsum(-1) - sorted_probs) >= top_p
+        sorted_probs = sorted_probs.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter_(-1, sorted_idx, sorted_probs)
+    return torch.multinomial(probs, 1).squeeze(-1)
+
+
 @torch.no_grad()
-def greedy_generate(
+def _decode(
     model,
     tokenizer,
     prompts: Sequence[list[int]],
     *,
+    copies: int,
     max_new_tokens: int,
     batch_size: int,
+    pick: Callable[[torch.Tensor], torch.Tensor],
     on_batch: Callable[[int], None] | None = None,
-) -> list[Generation]:
-    """Greedy decoding for evaluation, faster than `generate` on CPU for the same tokens.
+) -> list[list[Generation]]:
+    """`copies` continuations of every prompt, each prompt prefilled once.
 
-    Each prompt is prefilled alone (no padding, so no attention mask and SDPA's causal kernel: ~1.9x the
-    prompt tokens/s of a padded, masked batch here), the per-row KV caches are left-padded into one
-    batch cache, and the batch decodes together with explicit position ids (as if each row had been run
-    alone). Rows that reach the end token leave the batch, so a long answer does not keep finished rows
-    computing. Same argmax decisions as `generate(do_sample=False)` up to float rounding.
+    Prompts are sorted by length and taken in batches of at most `batch_size` rows (prompts x copies).
+    Each prompt is prefilled alone (no padding: SDPA's causal kernel, ~1.9x the prompt tokens/s of a
+    padded, masked batch on CPU) and its KV cache is shared by its copies; the caches are left-padded
+    into one batch cache that decodes together with explicit position ids (as if each row ran alone).
+    A row that reaches the end token leaves the batch. `pick(logits)` chooses each step's tokens for
+    the active rows (argmax, or a draw from the global generator).
     """
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
     pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-    results: list[Generation | None] = [None] * len(prompts)
+    per_batch = max(1, batch_size // copies)
+    results: list[list[Generation] | None] = [None] * len(prompts)
     was_training = model.training
     model.eval()
     try:
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            width = max(len(prompts[i]) for i in rows)
+        for start in range(0, len(order), per_batch):
+            chunk = order[start : start + per_batch]
+            rows = [i for i in chunk for _ in range(copies)]  # batch row -> prompt
+            width = max(len(prompts[i]) for i in chunk)
             per_layer: list[list[tuple[torch.Tensor, torch.Tensor]]] = []
-            first = []
-            for i in rows:
-                out = model(input_ids=torch.tensor([prompts[i]], device=device), use_cache=True)
-                first.append(int(out.logits[0, -1].argmax()))
+            last_logits = []
+            for i in chunk:
+                out = model(input_ids=torch.tensor([prompts[i]], device=device), use_cache=True, logits_to_keep=1)
+                last_logits.append(out.logits[0, -1].float().expand(copies, -1))
                 pad = width - len(prompts[i])
                 for layer_idx, layer in enumerate(out.past_key_values.layers):
                     if layer_idx == len(per_layer):
@@ -140,6 +161,8 @@ def greedy_generate(
                     if pad:
                         k = torch.nn.functional.pad(k, (0, 0, pad, 0))
                         v = torch.nn.functional.pad(v, (0, 0, pad, 0))
+                    if copies > 1:
+                        k, v = k.expand(copies, -1, -1, -1), v.expand(copies, -1, -1, -1)
                     per_layer[layer_idx].append((k, v))
             cache = DynamicCache(
                 ddp_cache_data=[(torch.cat([k for k, _ in kv]), torch.cat([v for _, v in kv])) for kv in per_layer],
@@ -152,7 +175,7 @@ def greedy_generate(
             positions = torch.tensor([len(prompts[i]) for i in rows], device=device)
             active = list(range(len(rows)))  # batch slot -> row
             generated: list[list[int]] = [[] for _ in rows]
-            token = torch.tensor(first, device=device)
+            token = pick(torch.cat(last_logits))
             for step in range(max_new_tokens):
                 for slot, r in enumerate(active):
                     generated[r].append(int(token[slot]))
@@ -172,14 +195,55 @@ def greedy_generate(
                     past_key_values=cache, use_cache=True,
                 )
                 positions = positions + 1
-                token = out.logits[:, -1].argmax(-1)
+                token = pick(out.logits[:, -1].float())
             del cache
-            for r, i in enumerate(rows):
-                response, finished = _trim(generated[r], eos_id, pad_id)
-                text = tokenizer.decode(response, skip_special_tokens=True)
-                results[i] = Generation(list(prompts[i]), response, text, finished)
+            for c, i in enumerate(chunk):
+                gens = []
+                for r in range(c * copies, (c + 1) * copies):
+                    response, finished = _trim(generated[r], eos_id, pad_id)
+                    gens.append(Generation(list(prompts[i]), response, tokenizer.decode(response, skip_special_tokens=True), finished))
+                results[i] = gens
             if on_batch:
-                on_batch(len(rows))
+                on_batch(len(chunk))
     finally:
         model.train(was_training)
     return results  # type: ignore[return-value]
+
+
+def greedy_generate(
+    model,
+    tokenizer,
+    prompts: Sequence[list[int]],
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[Generation]:
+    """Greedy decoding for evaluation, faster than `generate` on CPU for the same tokens (`_decode`:
+    unpadded prefill, finished rows leave the batch). Same argmax decisions as
+    `generate(do_sample=False)` up to float rounding."""
+    gens = _decode(model, tokenizer, prompts, copies=1, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                   pick=lambda logits: logits.argmax(-1), on_batch=on_batch)
+    return [g[0] for g in gens]
+
+
+def sample_generate(
+    model,
+    tokenizer,
+    prompts: Sequence[list[int]],
+    *,
+    num_samples: int,
+    max_new_tokens: int,
+    batch_size: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+) -> list[list[Generation]]:
+    """RL rollouts: `num_samples` sampled generations per prompt (a list per prompt, in input order).
+
+    Each prompt is prefilled once and its KV cache shared by its samples (`generate` with
+    num_return_sequences prefills it n times, padded and masked), and finished samples leave the batch.
+    Draws come from torch's global generator in a fixed order, so a step seeded with `torch.manual_seed`
+    samples the same tokens every time (resume stays exact). At temperature 0 it is greedy decoding.
+    """
+    return _decode(model, tokenizer, prompts, copies=num_samples, max_new_tokens=max_new_tokens,
+                   batch_size=batch_size, pick=lambda logits: sample_tokens(logits, temperature, top_p))

@@ -95,6 +95,52 @@ def response_log_probs(
     return log_probs, entropy
 
 
+def shared_prefix_log_probs(
+    model, batch: RolloutBatch, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`response_log_probs` without the padding and without computing a prompt more than once.
+
+    Rows with the same prompt (the samples of one GRPO group) share one forward pass over it: the
+    prompt runs alone, unpadded, its KV cache is repeated for the rows (gradients flow back through it
+    to every row that attends to it), and the responses run on top, right-padded only to the group's
+    longest one. The logits are the same as the padded batch's, up to float rounding (tested); with n
+    samples of a P-token prompt and R-token responses the forward covers P + nR tokens instead of
+    n(P + R) plus padding.
+    """
+    B, R = batch.responses.shape
+    P = batch.prompt_width
+    device = batch.input_ids.device
+    prompt_lens = batch.attention_mask[:, :P].sum(-1).tolist()
+    response_lens = batch.response_mask.sum(-1).long().tolist()
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for row in range(B):
+        groups.setdefault(tuple(batch.input_ids[row, P - prompt_lens[row] : P].tolist()), []).append(row)
+    log_probs = torch.zeros((B, R), device=device)
+    entropy = torch.zeros((B, R), device=device) if with_entropy else None
+    for prompt, rows in groups.items():
+        k, p = len(rows), len(prompt)
+        width = max(1, max(response_lens[r] for r in rows))
+        out = model(input_ids=torch.tensor([prompt], device=device), use_cache=True, logits_to_keep=1)
+        logits = out.logits[:, -1:].expand(k, 1, -1)
+        if width > 1:
+            cache = out.past_key_values
+            cache.batch_repeat_interleave(k)
+            rest = model(
+                input_ids=batch.responses[rows, : width - 1],
+                position_ids=torch.arange(p, p + width - 1, device=device).expand(k, -1),
+                past_key_values=cache,
+                use_cache=True,
+            ).logits
+            logits = torch.cat([logits, rest], dim=1)
+        logits = logits.float() / temperature
+        index = torch.tensor(rows, device=device)
+        log_probs = log_probs.index_put((index,), torch.nn.functional.pad(
+            verl_F.logprobs_from_logits(logits, batch.responses[rows, :width]), (0, R - width)))
+        if entropy is not None:
+            entropy = entropy.index_put((index,), torch.nn.functional.pad(verl_F.entropy_from_logits(logits), (0, R - width)))
+    return log_probs * batch.response_mask, (entropy * batch.response_mask if entropy is not None else None)
+
+
 def token_level_scores(scores: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
     """An outcome reward sits on the last response token (verl's reward managers do the same)."""
     out = torch.zeros_like(response_mask)

@@ -24,8 +24,8 @@ from verl.workers.config.actor import ActorConfig
 
 from judge_rl.config import AlgorithmConfig, TrainerConfig
 from judge_rl.data.pairs import JudgeItem
-from judge_rl.rollouts import encode_chat, generate
-from judge_rl.updates.batch import RolloutBatch, build_batch, response_log_probs, response_values, token_level_scores
+from judge_rl.rollouts import encode_chat, sample_generate
+from judge_rl.updates.batch import RolloutBatch, build_batch, response_values, shared_prefix_log_probs, token_level_scores
 
 
 def actor_config(algo: AlgorithmConfig, micro: int) -> ActorConfig:
@@ -178,14 +178,13 @@ class LocalEngine:
         else:
             shown, per_prompt, group_of = list(items), n, [item.item_id for item in items]
         prompts = [encode_chat(self.tokenizer, self.messages_fn(item)) for item in shown]
-        groups = generate(
+        groups = sample_generate(
             self.policy,
             self.tokenizer,
             prompts,
+            num_samples=per_prompt,
             max_new_tokens=self.trainer.max_new_tokens,
             batch_size=len(prompts) * per_prompt,
-            num_samples=per_prompt,
-            do_sample=True,
             temperature=self.trainer.temperature,
             top_p=self.trainer.top_p,
         )
@@ -212,12 +211,9 @@ class LocalEngine:
     # -- update ----------------------------------------------------------------------------------
     @torch.no_grad()
     def _log_probs(self, model, batch: RolloutBatch) -> torch.Tensor:
-        micro = self.algo.ppo_micro_batch_size
-        out = []
-        for start in range(0, len(batch), micro):
-            part = batch.select(range(start, min(start + micro, len(batch)))).to(self.device)
-            out.append(response_log_probs(model, part, self.trainer.temperature, with_entropy=False)[0].cpu())
-        return torch.cat(out)
+        """Old or reference log-probs of the whole batch: one forward per prompt group (no gradient, so
+        no micro-batching is needed to bound memory beyond a group's)."""
+        return shared_prefix_log_probs(model, batch.to(self.device), self.trainer.temperature, with_entropy=False)[0].cpu()
 
     def update(self, rollouts: ScoredRollouts, timing: dict[str, float]) -> dict[str, float]:
         algo, batch = self.algo, rollouts.batch
@@ -288,7 +284,7 @@ class LocalEngine:
                     idx = mini_idx[micro_start : micro_start + micro]
                     part = batch.select(idx).to(self.device)
                     mask = part.response_mask
-                    log_prob, entropy = response_log_probs(self.policy, part, self.trainer.temperature, with_entropy=True)
+                    log_prob, entropy = shared_prefix_log_probs(self.policy, part, self.trainer.temperature, with_entropy=True)
                     old = log_prob.detach() if old_log_prob is None else old_log_prob[idx].to(self.device)
                     pg_loss, pg_metrics = self.policy_loss_fn(
                         old_log_prob=old,

@@ -12,7 +12,7 @@ from judge_rl.data.pairs import JudgeItem, PreferencePair
 from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.prompts import get_prompt
 from judge_rl.rollouts import Generation
-from judge_rl.updates.batch import build_batch, response_log_probs, token_level_scores
+from judge_rl.updates.batch import build_batch, response_log_probs, token_level_scores, shared_prefix_log_probs
 from judge_rl.updates.local_engine import LocalEngine, compute_advantages
 
 from conftest import CACHE_DIR
@@ -109,8 +109,38 @@ def test_micro_batching_gives_the_same_update_as_one_batch():
         reference = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
         engine = LocalEngine(policy, reference, tok, AlgorithmConfig(lr=1e-3, rollout_n=4, ppo_micro_batch_size=micro),
                              TrainerConfig(max_new_tokens=8), prompt.messages, score_fn)
+        # plain SGD with lr 1: the parameters move by exactly the accumulated gradient (Adam would divide a
+        # ~0 gradient by its own magnitude and turn float summation order into visible differences)
+        engine.optimizer = torch.optim.SGD(policy.parameters(), lr=1.0)
+        before = torch.cat([p.detach().flatten() for p in policy.parameters()])
         torch.manual_seed(1)
         rollouts = engine.rollout([JudgeItem(_pair(1), "a"), JudgeItem(_pair(2), "b")])
         engine.update(rollouts, {})
-        results.append(torch.cat([p.detach().flatten() for p in policy.parameters()]))
-    torch.testing.assert_close(results[0], results[1], atol=1e-5, rtol=1e-4)  # Adam amplifies float summation order on ~0 gradients
+        results.append(torch.cat([p.detach().flatten() for p in policy.parameters()]) - before)
+    assert results[0].abs().max() > 1e-4  # the update did something
+    torch.testing.assert_close(results[0], results[1], atol=1e-6, rtol=1e-4)
+
+
+def test_shared_prefix_log_probs_match_the_padded_batch_and_its_gradients():
+    """One prompt forward per group (KV cache repeated for its rows) gives the padded computation's
+    log-probs, entropies and gradients to float tolerance."""
+    tok = load_tokenizer(TINY, CACHE_DIR)
+    model = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
+    gens = [
+        Generation([5, 6, 7, 11], [8, 9, 2], "a", True),
+        Generation([5, 6, 7, 11], [12, 2], "b", True),
+        Generation([5, 6, 7, 11], [13], "c", False),
+        Generation([4, 6], [10, 14, 15, 2], "d", True),
+        Generation([4, 6], [2], "e", True),
+    ]
+    batch = build_batch(gens, ["u", "u", "u", "v", "v"], tok.pad_token_id)
+    padded, padded_ent = response_log_probs(model, batch, temperature=0.7, with_entropy=True)
+    grads_padded = torch.autograd.grad(padded[batch.response_mask.bool()].sum(), list(model.parameters()))
+    shared, shared_ent = shared_prefix_log_probs(model, batch, temperature=0.7, with_entropy=True)
+    grads_shared = torch.autograd.grad(shared[batch.response_mask.bool()].sum(), list(model.parameters()))
+    mask = batch.response_mask.bool()
+    torch.testing.assert_close(shared[mask], padded[mask], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(shared_ent[mask], padded_ent[mask], atol=1e-5, rtol=1e-4)
+    assert torch.all(shared[~mask] == 0)
+    for a, b in zip(grads_shared, grads_padded):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-3)
