@@ -31,6 +31,7 @@ from judge_rl.prompts import get_prompt
 from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.benchmarks import flatten_scalars
+from judge_rl.reports.plots import write_plots
 from judge_rl.reports.summary import print_summary, reward_curve
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
@@ -174,6 +175,33 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         if device.type == "cuda":
             torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
 
+    def periodic_eval(model, step: int) -> dict[str, float]:
+        """The live RL policy on the held-out pairs (trainer.eval_every), greedy, both orders; judgments
+        saved per step so a resumed run reuses them (the weights, hence the request keys, differ per step)."""
+        engine = HFEngine(model, tokenizer, job.eval.batch_size, name=job.model.name)
+        out_dir = run_dir / "eval" / f"step_{step}"
+        out = evaluate_pairs(
+            engine,
+            prompt,
+            val_pairs,
+            out_dir / "judgments.jsonl",
+            max_new_tokens=job.eval.max_new_tokens,
+            chunk_size=2 * job.eval.batch_size,
+            reward=reward,
+            label=f"rl step {step}",
+            max_engine_failure_rate=job.eval.max_engine_failure_rate,
+        )
+        (out_dir / "summary.json").write_text(json.dumps(out, indent=2))
+        if out["scoring"]["status"] == "withheld":
+            console.print(f"[yellow]rl step {step}: held-out evaluation withheld: {out['scoring']['reason']}[/yellow]")
+        return {f"val/{k}": float(v) for k, v in out["overall"].items()}
+
+    val_pairs = eval_pairs if job.trainer.eval_subset is None else eval_pairs[: job.trainer.eval_subset]
+    eval_fn = periodic_eval if job.trainer.eval_every > 0 else None
+    if eval_fn is not None and "rl" in job.stages and job.cluster.engine != "local":
+        console.print(f"[yellow]trainer.eval_every={job.trainer.eval_every}: the periodic held-out evaluation runs "
+                      f"on the local engine only; cluster.engine={job.cluster.engine} ignores it[/yellow]")
+
     init_model: Path | None = None
     if "eval_base" in job.stages:
         evaluate("base", "base", None)
@@ -196,7 +224,8 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         found = latest_checkpoint(run_dir / "checkpoints")
         logger.drop_steps_after(found[0] if found else 0)
         group_fn = reward.combine if getattr(reward, "both_orders", False) else None
-        rl = engine(job, init_model, train_items, prompt.messages, score_fn, logger.log, run_dir, group_fn=group_fn)
+        rl = engine(job, init_model, train_items, prompt.messages, score_fn, logger.log, run_dir, group_fn=group_fn,
+                    eval_fn=eval_fn)
         history = logger.history()
         results["rl"] = {"resumed_from": rl.resumed_from, "steps": len(history)}
         curve = reward_curve(history)
@@ -206,8 +235,15 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
             results["rl"]["seconds_per_step"] = sum(step_s) / len(step_s)
         if "eval_rl" in job.stages:
             evaluate("rl", "rl", rl.model_dir)
+    plots: list[Path] = []
+    if "rl" in job.stages:
+        # learning curves from every logged step (resumed runs included), next to metrics.jsonl
+        plots = write_plots(logger.history(), run_dir)
+        if plots:
+            results["plots"] = [str(p) for p in plots]
+            logger.log_images(plots)
     results["wall_s"] = time.perf_counter() - t_start
-    print_summary(evals, results.get("rl", {}).get("reward_curve"), results["wall_s"], mode, bench_evals)
+    print_summary(evals, results.get("rl", {}).get("reward_curve"), results["wall_s"], mode, bench_evals, plots=plots)
     (run_dir / "results.json").write_text(json.dumps(results, indent=2))
     logger.finish()
     if withheld:

@@ -152,6 +152,10 @@ class TrainerConfig:
     top_p: float = 1.0
     save_every: int = 5
     keep_checkpoints: int = 2
+    # held-out evaluation of the live policy every N RL steps and at the last (0: off); its metrics are
+    # logged as val/* at that step
+    eval_every: int = 0
+    eval_subset: Optional[int] = None  # how many held-out pairs it judges (None: all of data.eval after eval.limit)
 
 
 @dataclass
@@ -329,6 +333,8 @@ JOB_RANGES = {
     "trainer.max_new_tokens": ">= 1",
     "trainer.save_every": ">= 1",
     "trainer.keep_checkpoints": ">= 0",
+    "trainer.eval_every": ">= 0",
+    "trainer.eval_subset": ">= 1",
     "trainer.temperature": "> 0",
     "trainer.top_p": "(0, 1]",
     "algorithm.rollout_n": ">= 1",

@@ -571,9 +571,11 @@ def load_synthetic(
     families: Sequence[str] | None = None,
     limit: int | None = None,
     on_error: OnError = "raise",
+    reference: bool = False,
 ) -> LoadedPairs:
-    """Verifiable synthetic pairs (judge_rl.data.synthetic.generate_pairs); nothing is ever skipped."""
+    """Verifiable synthetic pairs (judge_rl.data.synthetic.generate_pairs); nothing is ever skipped.
+    `reference=True`: each pair carries its computed answer as a reference for reference-guided judging."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     count = n if limit is None else min(n, limit)
-    return LoadedPairs(generate_pairs(count, seed, split, families))
+    return LoadedPairs(generate_pairs(count, seed, split, families, reference=reference))

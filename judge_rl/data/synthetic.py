@@ -544,9 +544,12 @@ def _usable(problem: Problem | None, split: str, seen: set[str]) -> bool:
 
 
 def generate_pairs(
-    n: int, seed: int, split: str = "train", families: Sequence[str] | None = None
+    n: int, seed: int, split: str = "train", families: Sequence[str] | None = None, reference: bool = False
 ) -> list[PreferencePair]:
     """`n` verifiable pairs from `split`, families taken round-robin; the same arguments give the same list.
+
+    reference: put the computed answer in `meta["reference"]`, which the pairwise judge prompts show as a
+    reference answer (reference-guided judging: the judge compares, it does not compute).
 
     Each family draws from its own random stream (seeded by `seed` and the family name), so the
     first k pairs of a call are the first k of any longer call with the same arguments. No problem
@@ -596,6 +599,7 @@ def generate_pairs(
                     "seed": seed,
                     "wrong_answer": problem.wrong_answer,
                     "error": problem.error,
+                    **({"reference": problem.answer} if reference else {}),
                 },
             )
         )

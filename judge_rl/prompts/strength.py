@@ -90,7 +90,7 @@ FAILURE_REASONS = (
 SYSTEM_PROMPT = "You are an impartial judge. Decide which of two responses better answers the question."
 
 USER_TEMPLATE = (
-    "[Question]\n{question}\n\n"
+    "[Question]\n{question}\n\n{reference}"
     "[The Start of Response (a)]\n{response_a}\n[The End of Response (a)]\n\n"
     "[The Start of Response (b)]\n{response_b}\n[The End of Response (b)]\n\n"
     "{instruction}"
@@ -134,10 +134,19 @@ def binary_verdict_line(winner: str) -> str:
     return BINARY_VERDICT_TEMPLATE.format(winner=winner)
 
 
+REFERENCE_TEMPLATE = "[Reference Answer]\n{reference}\n\n"
+
+
 def pairwise_messages(item: JudgeItem, instruction: str) -> list[Message]:
-    """The system message and the user turn (question, Response (a), Response (b), then `instruction`)."""
+    """The system message and the user turn (question, Response (a), Response (b), then `instruction`).
+
+    Reference-guided judging (MT-Bench's reference mode): a pair whose `meta["reference"]` holds a
+    reference answer shows it after the question, so the judge checks each response against it instead
+    of solving the question itself; pairs without one render exactly as before."""
+    reference = item.pair.meta.get("reference")
     user = USER_TEMPLATE.format(
         question=item.pair.question,
+        reference=REFERENCE_TEMPLATE.format(reference=reference) if reference else "",
         response_a=item.response_a,
         response_b=item.response_b,
         instruction=instruction,

@@ -13,7 +13,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from judge_rl.config import LoggerConfig
 from judge_rl.reports.jsonl import open_for_append, read_jsonl
@@ -44,6 +44,7 @@ class MetricsLogger:
         self.path = run_dir / "metrics.jsonl"
         self.cfg = cfg
         self.wandb_run = None
+        self.last_step: int | None = None  # the last step logged by this process
         if cfg.name == "wandb":
             import wandb
 
@@ -76,8 +77,23 @@ class MetricsLogger:
         clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
         with open_for_append(self.path) as f:
             f.write(json.dumps({"step": step, **clean}) + "\n")
+        self.last_step = step
         if self.wandb_run is not None:
             self.wandb_run.log(metrics, step=step)
+
+    def log_images(self, paths: Sequence[Path], prefix: str = "plots") -> None:
+        """Image files (the learning-curve PNGs) to W&B as `<prefix>/<file stem>`, at the last step this
+        process logged (W&B keeps steps increasing), or W&B's next step when it logged none. The files
+        themselves stay in the run directory; without W&B this does nothing."""
+        if self.wandb_run is None or not paths:
+            return
+        import wandb
+
+        images = {f"{prefix}/{Path(p).stem}": wandb.Image(str(p)) for p in paths}
+        if self.last_step is None:
+            self.wandb_run.log(images)
+        else:
+            self.wandb_run.log(images, step=self.last_step)
 
     def summary(self, values: dict[str, Any]) -> None:
         if self.wandb_run is not None:

@@ -1,9 +1,10 @@
-"""The end-of-run summary: held-out accuracy of each judge stage, and the RL reward curve."""
+"""The end-of-run summary: held-out accuracy of each judge stage, the RL reward curve, and the plots written."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 from rich.table import Table
 
@@ -39,8 +40,10 @@ def print_summary(
     wall_s: float,
     mode: str = "pairwise",
     benchmarks: dict[str, dict[str, dict[str, float]]] | None = None,
+    plots: Sequence[Path] = (),
 ) -> None:
-    """The held-out table (one row per judge stage), then one table per published benchmark."""
+    """The held-out table (one row per judge stage), then one table per published benchmark, the reward
+    curve and the learning-curve files (`reports.plots.write_plots`)."""
     _stage_table(evals, mode, "held-out")
     for name, by_stage in (benchmarks or {}).items():
         _stage_table(by_stage, mode, name)
@@ -49,6 +52,8 @@ def print_summary(
             f"RL reward curve: steps {int(curve['steps'])}, score first {_fmt(curve['first'])} -> last {_fmt(curve['last'])} "
             f"(mean of first / last {int(curve['window'])} steps: {_fmt(curve['first_mean'])} -> {_fmt(curve['last_mean'])})"
         )
+    if plots:
+        console.print(f"plots ({Path(plots[0]).parent}): {', '.join(Path(p).name for p in plots)}")
     console.print(f"wall time {wall_s:.0f} s")
 
 

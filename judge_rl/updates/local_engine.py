@@ -24,6 +24,7 @@ from verl.workers.config.actor import ActorConfig
 
 from judge_rl.config import AlgorithmConfig, TrainerConfig
 from judge_rl.data.pairs import JudgeItem
+from judge_rl.reports.judge_metrics import verdict_metrics
 from judge_rl.rollouts import encode_chat, sample_generate
 from judge_rl.updates.batch import RolloutBatch, build_batch, response_values, shared_prefix_log_probs, token_level_scores
 
@@ -407,6 +408,7 @@ class LocalEngine:
         timing["timing_s/step"] = time.perf_counter() - t0
         metrics.update(timing)
         metrics.update(rollout_metrics(rollouts))
+        metrics.update(verdict_metrics(rollouts.rewards))  # A-preference, strengths, parse failures by reason
         metrics["perf/total_num_tokens"] = float(rollouts.batch.attention_mask.sum())
         metrics["perf/throughput"] = metrics["perf/total_num_tokens"] / timing["timing_s/step"]
         return metrics

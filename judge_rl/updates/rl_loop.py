@@ -5,12 +5,19 @@ Step k draws its prompts from a seeded permutation of the training items and see
 checkpoint (policy, critic, optimizers, KL controller, step) is written every `save_every` steps into
 `checkpoints/global_step_<k>/`, and `latest_checkpointed_iteration.txt` (verl's file name) is
 updated only after it is complete, so a crash mid-save falls back to the previous one.
+
+With `trainer.eval_every=K` (and an `eval_fn` from the app), the live policy also judges the held-out
+pairs every K steps and at the last; its `val/*` metrics join that step's line of metrics.jsonl. The
+evaluation leaves no trace on training: the RNG states are forked around it and the policy's train/eval
+mode is restored, so a run with it logs the same training metrics as a run without, and resumes exactly.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -81,6 +88,29 @@ def save_checkpoint(engine: LocalEngine, tokenizer, ckpt_root: Path, step: int, 
     return path
 
 
+def eval_due(step: int, total: int, every: int) -> bool:
+    """Whether the periodic held-out evaluation runs after step `step`: every `every` steps and at the last."""
+    return every > 0 and (step % every == 0 or step == total)
+
+
+def evaluate_live(eval_fn: Callable[[Any, int], dict[str, float]], model, step: int) -> dict[str, float]:
+    """`eval_fn(model, step)` on the policy in the middle of training, leaving no trace on the run: every
+    RNG it could draw from (torch's CPU and the model's CUDA device, numpy's and Python's global ones) is
+    restored afterwards, so later sampling makes the draws it would have made without the evaluation, and
+    the model goes back to the train/eval mode it was in."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    np_state, py_state = np.random.get_state(), random.getstate()
+    try:
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+            model.eval()
+            return dict(eval_fn(model, step))
+    finally:
+        model.train(was_training)
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+
+
 @ENGINES.register("local")
 def train_local(
     job: JobConfig,
@@ -91,7 +121,11 @@ def train_local(
     log: Callable[[dict[str, float], int], None],
     run_dir: Path,
     group_fn: Callable | None = None,
+    eval_fn: Callable[[Any, int], dict[str, float]] | None = None,
 ) -> RLResult:
+    """RL on the local engine. `eval_fn(policy, step)`, when given, evaluates the live policy on held-out
+    pairs every `trainer.eval_every` steps and at the last (see `evaluate_live`); what it returns is
+    logged with that step's metrics."""
     final_dir = run_dir / "rl_model"
     ckpt_root = run_dir / "checkpoints"
     # what this training starts from; a checkpoint or final model made from another init is never continued
@@ -140,13 +174,21 @@ def train_local(
             torch.manual_seed(job.seed * 1_000_003 + step)
             metrics = engine.step(step_items(items, step, job.trainer.prompts_per_step, job.seed))
             metrics["training/global_step"] = float(step)
+            if eval_fn is not None and eval_due(step, total, job.trainer.eval_every):
+                # before the step is logged and checkpointed: a crash here redoes the step, and the
+                # redone policy (same draws, same weights) finds its saved judgments
+                t = time.perf_counter()
+                metrics.update(evaluate_live(eval_fn, engine.policy, step))
+                metrics["timing_s/testing"] = time.perf_counter() - t  # verl's name for validation time
             result.history.append(metrics)
             log(metrics, step)
+            val_acc = metrics.get("val/accuracy", metrics.get("val/score_accuracy"))  # pairwise / pointwise
+            val = f"  val acc {val_acc:.2f}" if isinstance(val_acc, float) else ""
             console.print(
                 f"rl step {step}/{total}: score {metrics['critic/score/mean']:.3f}  "
                 f"acc {metrics.get('reward/correct', float('nan')):.2f}  "
                 f"parse-fail {metrics['reward/parse_failure_rate']:.2f}  "
-                f"pg_loss {metrics.get('actor/pg_loss', float('nan')):+.4f}  {metrics['timing_s/step']:.1f}s"
+                f"pg_loss {metrics.get('actor/pg_loss', float('nan')):+.4f}  {metrics['timing_s/step']:.1f}s{val}"
             )
             if step % job.trainer.save_every == 0 or step == total:
                 save_checkpoint(engine, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"])

@@ -460,7 +460,7 @@ def test_benchmark_loader_reports_invalid_utf8(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- checking loader kwargs from a config
 
 
-SYNTHETIC_ARGS = "its arguments: n, seed, split, families, limit, on_error"
+SYNTHETIC_ARGS = "its arguments: n, seed, split, families, limit, on_error, reference"
 
 
 def test_check_loader_kwargs_accepts_a_valid_call() -> None:

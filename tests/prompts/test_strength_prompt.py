@@ -226,3 +226,19 @@ BINARY_CASES: list[tuple[str, str, Judgment]] = [
 @pytest.mark.parametrize("text,expected", [c[1:] for c in BINARY_CASES], ids=[c[0] for c in BINARY_CASES])
 def test_binary_parser(text: str, expected: Judgment) -> None:
     assert BINARY.parse(text) == expected
+
+
+def test_reference_guided_pairs_show_their_reference_and_others_render_as_before():
+    from judge_rl.data import generate_pairs
+    from judge_rl.data.pairs import JudgeItem
+    from judge_rl.prompts import get_prompt
+
+    plain, guided = generate_pairs(3, 0, "train"), generate_pairs(3, 0, "train", reference=True)
+    for p, g in zip(plain, guided):
+        assert "reference" not in p.meta and g.meta["reference"] == g.meta["answer"]
+        for name in ("strength", "binary", "judgelrm", "pairwise_tag"):
+            without = get_prompt(name).messages(JudgeItem(p, "b"))[1]["content"]
+            with_ref = get_prompt(name).messages(JudgeItem(g, "b"))[1]["content"]
+            assert "[Reference Answer]" not in without
+            assert with_ref == without.replace("\n\n[The Start of Response (a)]",
+                                               f"\n\n[Reference Answer]\n{g.meta['answer']}\n\n[The Start of Response (a)]", 1)

@@ -139,6 +139,7 @@ def train_verl(
     log: Callable[[dict[str, float], int], None],
     run_dir: Path,
     group_fn: Callable | None = None,
+    eval_fn: Callable | None = None,  # the local engine's periodic held-out evaluation: not run by verl
 ) -> RLResult:
     if group_fn is not None:
         raise ValueError(f"reward={job.reward.name} pairs samples across a group: it runs on cluster=local only")

@@ -1,0 +1,90 @@
+"""Learning-curve PNGs from a hand-made history; empty series write no plot; W&B gets the images."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from judge_rl.config import LoggerConfig
+from judge_rl.reports.logging import MetricsLogger
+from judge_rl.reports.plots import series, write_plots
+from judge_rl.reports.summary import print_summary
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def history_rows(n: int = 6, eval_every: int = 2) -> list[dict]:
+    rows = []
+    for step in range(1, n + 1):
+        row = {
+            "step": step,
+            "critic/score/mean": 0.1 * step,
+            "critic/score/min": 0.0,
+            "critic/score/max": 0.2 * step,
+            "reward/parse_failure_rate": 1.0 / step,
+            "judge/a_preference": 0.9 - 0.05 * step,
+            "judge/parse_failure/missing_think_block": 0.5 / step,
+        }
+        if step % eval_every == 0 or step == n:
+            row.update({"val/accuracy": 0.4 + 0.05 * step, "val/consistent_accuracy": 0.3, "val/accuracy_a": 0.6,
+                        "val/accuracy_b": 0.2, "val/a_preference_rate": 0.7, "val/parse_failure_rate": None,
+                        "val/n_pairs": 4.0})
+        rows.append(row)
+    return rows
+
+
+def test_every_plot_is_written_as_a_png(tmp_path):
+    paths = write_plots(history_rows(), tmp_path)
+    assert [p.name for p in paths] == ["reward_curve.png", "heldout.png", "a_preference.png", "parse_failures.png"]
+    for p in paths:
+        assert p.parent == tmp_path / "plots"
+        data = p.read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5_000, p  # a drawn figure, not an empty file
+
+
+def test_a_plot_without_data_is_skipped(tmp_path):
+    # a run without eval_every and before the judge metrics: only the reward curve and parse failures
+    rows = [{"step": s, "critic/score/mean": 0.5, "reward/parse_failure_rate": 0.25} for s in (1, 2)]
+    paths = write_plots(rows, tmp_path)
+    assert [p.name for p in paths] == ["reward_curve.png", "parse_failures.png"]
+    assert not (tmp_path / "plots" / "heldout.png").exists()
+    # only held-out A-preference (no rollout judge metrics): the A-preference plot is still drawn
+    rows[1]["val/a_preference_rate"] = 0.75
+    assert "a_preference.png" in [p.name for p in write_plots(rows, tmp_path)]
+    assert write_plots([], tmp_path / "empty") == []
+    assert not (tmp_path / "empty").exists()
+
+
+def test_series_keeps_step_order_and_skips_missing_and_nan_values():
+    rows = [{"step": 3, "x": 0.3}, {"step": 1, "x": 0.1}, {"step": 2, "x": None}, {"step": 4, "x": math.nan},
+            {"step": 5}, {"step": 6, "x": 0.6}]
+    assert series(rows, "x") == ([1.0, 3.0, 6.0], [0.1, 0.3, 0.6])
+
+
+def test_the_summary_names_the_plots(tmp_path, capsys):
+    paths = write_plots(history_rows(), tmp_path)
+    print_summary({}, None, 1.0, plots=paths)
+    out = capsys.readouterr().out
+    for p in paths:
+        assert p.name in out
+
+
+def test_plots_go_to_wandb_as_images_at_the_last_logged_step(tmp_path, monkeypatch):
+    wandb = pytest.importorskip("wandb")
+    logged = []
+
+    class FakeRun:
+        def log(self, data, step=None):
+            logged.append((data, step))
+
+    logger = MetricsLogger(tmp_path, LoggerConfig(name="none"), {})
+    logger.log_images(write_plots(history_rows(), tmp_path))  # no W&B run: nothing, no error
+    logger.wandb_run = FakeRun()
+    logger.log({"critic/score/mean": 0.5}, 6)
+    logged.clear()
+    logger.log_images(write_plots(history_rows(), tmp_path))
+    (images, step), = logged
+    assert step == 6
+    assert sorted(images) == ["plots/a_preference", "plots/heldout", "plots/parse_failures", "plots/reward_curve"]
+    assert all(isinstance(v, wandb.Image) for v in images.values())
