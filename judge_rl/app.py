@@ -25,7 +25,8 @@ from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions, p
 from judge_rl.evaluation.app import load_benchmark_config
 from judge_rl.evaluation.benchmarks import get_benchmark
 from judge_rl.evaluation.engines import HFEngine
-from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, evaluate_pairs
+from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, evaluate_pairs, read_records
+from judge_rl.evaluation.metrics import consistent_by_pair, paired_bootstrap
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
 from judge_rl.prompts import get_prompt
 from judge_rl.reports.console import console
@@ -235,6 +236,22 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
             results["rl"]["seconds_per_step"] = sum(step_s) / len(step_s)
         if "eval_rl" in job.stages:
             evaluate("rl", "rl", rl.model_dir)
+    if "rl" in evals and ("sft init" in evals or "base" in evals):
+        # the claim that RL helped, with its noise: paired bootstrap over the same held-out pairs
+        baseline = "sft" if "sft init" in evals else "base"
+        ids = {p.pair_id for p in eval_pairs}
+
+        def per_pair(stage: str) -> dict[str, float]:
+            records = read_records(run_dir / "eval" / stage / "judgments.jsonl").values()
+            return consistent_by_pair(r for r in records if r.get("pair_id") in ids and not r.get("engine_error"))
+
+        if mode == "pairwise":
+            gain = paired_bootstrap(per_pair(baseline), per_pair("rl"))
+            results[f"rl_minus_{baseline}"] = {"consistent_accuracy": gain}
+            console.print(
+                f"RL - {baseline} consistent accuracy: {gain['diff']:+.3f} "
+                f"[95% CI {gain['low']:+.3f}, {gain['high']:+.3f}] over {int(gain['n'])} held-out pairs (paired bootstrap)"
+            )
     plots: list[Path] = []
     if "rl" in job.stages:
         # learning curves from every logged step (resumed runs included), next to metrics.jsonl

@@ -70,6 +70,9 @@ def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path):
     assert (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").read_text() == "2"
     assert (tmp_path / "rl_model" / "model.safetensors").exists()
     assert results["rl"]["steps"] == 2 and "sft" in results
+    # the RL-minus-SFT claim comes with its paired bootstrap interval over the held-out pairs
+    gain = results["rl_minus_sft"]["consistent_accuracy"]
+    assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
 
     # a second run in the same directory redoes nothing: evaluations reuse their judgments
     again = run(compose_config([*TINY_RUN, f"run_dir={tmp_path}"]))

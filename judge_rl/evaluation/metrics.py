@@ -75,3 +75,29 @@ def pointwise_metrics(records: Iterable[dict[str, Any]]) -> dict[str, float]:
         "n_items": float(len(records)),
         "n_pairs": float(len(by_pair)),
     }
+
+
+def consistent_by_pair(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """pair_id -> 1.0 when the verdicts of both orders are right, else 0.0 (pairs judged in both orders)."""
+    by_pair: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in records:
+        by_pair[r["pair_id"]][r["chosen_position"]] = r
+    return {pid: float(p["a"]["correct"] and p["b"]["correct"]) for pid, p in by_pair.items() if len(p) == 2}
+
+
+def paired_bootstrap(before: dict[str, float], after: dict[str, float], *, n_boot: int = 4000, seed: int = 0,
+                     level: float = 0.95) -> dict[str, float]:
+    """The difference of means `after - before` over the units both have (e.g. pairs' both-order
+    correctness of two judges on the same held-out pairs), with a percentile interval from resampling the
+    units with replacement (a paired bootstrap: each resample keeps a unit's two values together)."""
+    import numpy as np
+
+    units = sorted(set(before) & set(after))
+    if not units:
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0.0}
+    d = np.array([after[u] - before[u] for u in units])
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    tail = (1 - level) / 2
+    return {"diff": float(d.mean()), "low": float(np.quantile(means, tail)), "high": float(np.quantile(means, 1 - tail)),
+            "n": float(len(d)), "level": level}

@@ -24,6 +24,7 @@ COLUMNS = [
     ("accuracy_b", "acc@b"),
     ("consistent_accuracy", "consistent"),
     ("position_consistency", "pos.cons"),
+    ("a_preference_rate", "A-pref"),
     ("parse_failure_rate", "parse fail"),
 ]
 

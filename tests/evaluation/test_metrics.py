@@ -42,3 +42,21 @@ def test_metrics_by_source_split_records():
     assert set(by) == {"x", "y"}
     assert by["x"]["consistent_accuracy"] == 1.0 and by["y"]["consistent_accuracy"] == 0.0
     assert math.isclose(by["y"]["accuracy"], 0.5)
+
+
+def test_paired_bootstrap_interval_of_a_difference():
+    from judge_rl.evaluation.metrics import consistent_by_pair, paired_bootstrap
+
+    recs = [
+        {"pair_id": "p1", "chosen_position": "a", "correct": True}, {"pair_id": "p1", "chosen_position": "b", "correct": True},
+        {"pair_id": "p2", "chosen_position": "a", "correct": True}, {"pair_id": "p2", "chosen_position": "b", "correct": False},
+        {"pair_id": "p3", "chosen_position": "a", "correct": True},  # one order only: not a consistency unit
+    ]
+    assert consistent_by_pair(recs) == {"p1": 1.0, "p2": 0.0}
+    before = {f"p{i}": 0.0 for i in range(40)}
+    assert paired_bootstrap(before, {f"p{i}": 1.0 for i in range(40)}) == {"diff": 1.0, "low": 1.0, "high": 1.0, "n": 40.0, "level": 0.95}
+    after = {f"p{i}": float(i % 4 == 0) for i in range(40)}  # 10 of 40 pairs gained
+    gain = paired_bootstrap(before, {**after, "extra": 1.0})
+    assert gain["n"] == 40 and gain["diff"] == 0.25 and 0.1 < gain["low"] < 0.25 < gain["high"] < 0.45
+    same = paired_bootstrap(after, after)
+    assert same["diff"] == same["low"] == same["high"] == 0.0
