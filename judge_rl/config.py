@@ -103,6 +103,11 @@ class AlgorithmConfig:
     weight_decay: float = 0.01
     lr: float = 1e-5
     rollout_n: int = 4
+    # J1's group structure with any reward: each prompt's group holds both orders of its pair, rollout_n/2
+    # samples each, so a judge that names one position whatever the content is right in one half of its
+    # group and wrong in the other, and its advantages push against the bias (with per-order groups such a
+    # group is all right or all wrong, and its advantages are zero). Local engine only.
+    group_both_orders: bool = False
     critic: CriticConfig = field(default_factory=CriticConfig)
 
 
@@ -484,11 +489,18 @@ def validate(job: JobConfig) -> None:
         check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")
     reward = build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
     a = job.algorithm
-    if getattr(reward, "both_orders", False) and (a.rollout_n < 2 or a.rollout_n % 2):
+    if (getattr(reward, "both_orders", False) or a.group_both_orders) and (a.rollout_n < 2 or a.rollout_n % 2):
+        why = f"reward={job.reward.name}" if getattr(reward, "both_orders", False) else "algorithm.group_both_orders=true"
         raise ValueError(
-            f"reward={job.reward.name} rolls out both orders of a pair, half the samples each: "
+            f"{why} rolls out both orders of a pair, half the samples each: "
             f"algorithm.rollout_n={a.rollout_n} must be even and >= 2"
         )
+    if a.group_both_orders:
+        from judge_rl.prompts import get_prompt
+
+        if get_prompt(reward.prompt).kind != "pairwise":
+            raise ValueError(f"algorithm.group_both_orders=true needs a pairwise judge; reward={job.reward.name} judges "
+                             f"one response at a time ({reward.prompt})")
     if a.adv_estimator in ("grpo", "rloo", "reinforce_plus_plus_baseline") and a.rollout_n < 2:
         raise ValueError(
             f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, it needs >= 2"

@@ -523,14 +523,22 @@ def constraint_following(rng: random.Random) -> Problem | None:
 # --------------------------------------------------------------------------- pairs
 
 
-def gold_trace(problem: Problem, chosen_position: str) -> str:
-    """The assistant turn a judge should write when the correct response is shown at `chosen_position`."""
+def gold_trace(problem: Problem, chosen_position: str, reference: bool = False) -> str:
+    """The assistant turn a judge should write when the correct response is shown at `chosen_position`.
+
+    reference=True (reference-guided judging, the reference answer is in the prompt): the trace reads
+    what each response says before deciding, then names the one that matches the reference, so every
+    step is a copy or a comparison a small judge can make, never a computation."""
     other = "b" if chosen_position == "a" else "a"
-    notes = {chosen_position: problem.correct_note, other: problem.incorrect_note}
-    return (
-        f"<think>\n{problem.solution} Response (a) {notes['a']}. Response (b) {notes['b']}.\n</think>\n"
-        + verdict_line(chosen_position, problem.strength)
-    )
+    if reference:
+        says = {chosen_position: f"says {problem.answer}",
+                other: f"says {problem.wrong_answer}" if problem.wrong_answer is not None else problem.incorrect_note}
+        thinking = (f"Reference: {problem.answer}. Response (a) {says['a']}. Response (b) {says['b']}. "
+                    f"Response ({chosen_position}) matches the reference.")
+    else:
+        notes = {chosen_position: problem.correct_note, other: problem.incorrect_note}
+        thinking = f"{problem.solution} Response (a) {notes['a']}. Response (b) {notes['b']}."
+    return f"<think>\n{thinking}\n</think>\n" + verdict_line(chosen_position, problem.strength)
 
 
 def _usable(problem: Problem | None, split: str, seen: set[str]) -> bool:
@@ -589,7 +597,7 @@ def generate_pairs(
                 chosen=problem.correct,
                 rejected=problem.incorrect,
                 strength=problem.strength,
-                traces={pos: gold_trace(problem, pos) for pos in ("a", "b")},
+                traces={pos: gold_trace(problem, pos, reference) for pos in ("a", "b")},
                 meta={
                     "family": name,
                     "answer": problem.answer,

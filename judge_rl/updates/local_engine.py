@@ -172,7 +172,7 @@ class LocalEngine:
     # -- rollout ---------------------------------------------------------------------------------
     def rollout(self, items: Sequence[JudgeItem]) -> ScoredRollouts:
         n = self.algo.rollout_n
-        if self.group_fn is not None:
+        if self.group_fn is not None or self.algo.group_both_orders:
             # both orders of each pair, n/2 samples each, one group per pair
             shown = [it for item in items for it in (item, item.swapped())]
             per_prompt, group_of = n // 2, [item.pair.pair_id for item in items for _ in (0, 1)]

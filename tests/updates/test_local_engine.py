@@ -144,3 +144,36 @@ def test_shared_prefix_log_probs_match_the_padded_batch_and_its_gradients():
     assert torch.all(shared[~mask] == 0)
     for a, b in zip(grads_shared, grads_padded):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-3)
+
+
+def test_both_order_groups_put_a_pairs_two_orders_in_one_group():
+    """algorithm.group_both_orders: n/2 samples of each order share one uid, so a position-biased judge
+    meets its own mistake inside its group (per-order groups would be all right or all wrong)."""
+    tok = load_tokenizer(TINY, CACHE_DIR)
+    policy = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
+    prompt = get_prompt("strength")
+    shown_first: list[str] = []
+
+    def score_fn(data_source, solution_str, ground_truth, extra_info=None):
+        shown_first.append(ground_truth)
+        return {"score": 1.0 if ground_truth["winner"] == "b" else 0.0, "parse_error": ""}
+
+    algo = AlgorithmConfig(rollout_n=4, group_both_orders=True)
+    engine = LocalEngine(policy, None, tok, algo, TrainerConfig(max_new_tokens=4), prompt.messages, score_fn)
+    torch.manual_seed(0)
+    rollouts = engine.rollout([JudgeItem(_pair(1), "a"), JudgeItem(_pair(2), "b")])
+    assert list(rollouts.batch.uids) == ["p1"] * 4 + ["p2"] * 4
+    assert [g["winner"] for g in shown_first] == ["a", "a", "b", "b", "b", "b", "a", "a"]
+    adv, _ = compute_advantages(algo, token_level_scores(rollouts.scores, rollouts.batch.response_mask),
+                                rollouts.batch.response_mask, rollouts.batch.uids)
+    assert torch.all(adv.abs().sum(-1) > 0)  # every sample has a non-zero advantage: the group is mixed
+
+
+def test_both_order_groups_are_refused_where_they_cannot_work():
+    from conftest import compose_config
+    from judge_rl.config import to_job_config
+
+    with pytest.raises(ValueError, match="algorithm.group_both_orders=true rolls out both orders"):
+        to_job_config(compose_config(["run_dir=/tmp/x", "algorithm.group_both_orders=true", "algorithm.rollout_n=3"]))
+    with pytest.raises(ValueError, match="needs a pairwise judge"):
+        to_job_config(compose_config(["run_dir=/tmp/x", "algorithm.group_both_orders=true", "reward=pointwise"]))

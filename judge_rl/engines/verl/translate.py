@@ -243,6 +243,11 @@ def _check_reward(job: JobConfig) -> None:
     from judge_rl.rewards import build_reward
 
     reward = build_reward(job.reward.name, **job.reward.weights)
+    if job.algorithm.group_both_orders:
+        raise VerlTranslationError(
+            "algorithm.group_both_orders=true puts both orders of a pair in one group; verl groups the samples of "
+            "one prompt, so it would silently train per-order groups. Run it on the local engine (cluster=local)."
+        )
     if getattr(reward, "both_orders", False):
         raise VerlTranslationError(
             f"reward={job.reward.name} rolls out both orders of a pair in one group and rescores them jointly "
