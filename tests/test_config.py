@@ -77,3 +77,14 @@ def test_missing_model_directories_are_named(tmp_path):
 def test_a_misspelt_loader_argument_is_named():
     with pytest.raises(ValueError, match="data.eval.kwargs.limt: loader 'synthetic' has no argument 'limt'"):
         job("+data.eval.kwargs.limt=2")
+
+
+EXPERIMENTS = sorted(p.stem for p in (CONF_DIR.parent / "experiments").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_composes_and_passes_validation(name):
+    job = to_job_config(compose_config(["run_dir=/tmp/unused", f"+experiments={name}"]))
+    assert job.trainer.total_steps >= 1
+    if name == "reference_guided_grpo":
+        assert job.algorithm.group_both_orders and job.data.train.kwargs["reference"] and job.data.eval.kwargs["reference"]
