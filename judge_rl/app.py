@@ -31,8 +31,8 @@ from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
 from judge_rl.prompts import get_prompt
 from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
-from judge_rl.reports.benchmarks import flatten_scalars
 from judge_rl.reports.plots import write_plots
+from judge_rl.reports.schema import HEADLINE, entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.reports.summary import print_summary, reward_curve
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
@@ -41,12 +41,6 @@ from judge_rl.updates import ENGINES
 from judge_rl.updates import rl_loop  # noqa: F401  (registers the local engine)
 from judge_rl.engines.verl.launch import dry_run  # importing it registers the verl engine
 from judge_rl.updates.sft import run_sft, sft_examples
-
-
-HEADLINE = {
-    "pairwise": ("accuracy", "consistent_accuracy", "parse_failure_rate"),
-    "pointwise": ("score_accuracy", "pairwise_accuracy", "parse_failure_rate"),
-}
 
 
 def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
@@ -126,7 +120,7 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
 
     logger = MetricsLogger(run_dir, job.logger, asdict(job))
     device = resolve_device(job.cluster.device)
-    results: dict[str, Any] = {"run_dir": str(run_dir)}
+    results = new_results("main", run_dir)  # judge_rl/reports/schema.py; saved after each stage
     evals: dict[str, dict[str, float]] = {}
     bench_evals: dict[str, dict[str, dict[str, float]]] = {}
     withheld: list[str] = []  # scores with too many unanswered requests: the run fails once results are saved
@@ -149,7 +143,10 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         out["seconds"] = time.perf_counter() - t
         (run_dir / "eval" / stage / "summary.json").write_text(json.dumps(out, indent=2))
         evals[label] = out["overall"]
-        results[f"eval/{stage}"] = out["overall"]
+        records = read_records(run_dir / "eval" / stage / "judgments.jsonl").values()
+        ids = {p.pair_id for p in eval_pairs}
+        entry = results["evaluations"].setdefault(stage, {"held_out": None, "benchmarks": {}})
+        entry["held_out"] = evaluation_entry(out, [r for r in records if r.get("pair_id") in ids])
         logger.summary({f"eval/{stage}/{k}": v for k, v in out["overall"].items()})
         m = out["overall"]
         if out["scoring"]["status"] == "withheld":
@@ -168,10 +165,11 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
             )
             if summary["scoring"]["status"] == "withheld":
                 withheld.append(f"eval {stage} {spec.name}: {summary['scoring']['reason']}")
-            flat = flatten_scalars({"official": summary["official"] or {}, "harness": summary["harness"]["overall"]})
-            results[f"eval/{stage}/{spec.name}"] = flat
-            logger.summary({f"eval/{stage}/{spec.name}/{k}": v for k, v in flat.items()})
+            bench_dir = run_dir / "eval" / stage / "benchmarks" / spec.name
+            entry["benchmarks"][spec.name] = evaluation_entry(summary, read_records(bench_dir / "judgments.jsonl").values())
+            logger.summary({f"eval/{stage}/{spec.name}/{k}": v for k, v in entry_scalars(entry["benchmarks"][spec.name]).items()})
             bench_evals.setdefault(spec.name, {})[label] = summary["harness"]["overall"]
+        write_results(run_dir, results)
         del model, engine
         if device.type == "cuda":
             torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
@@ -209,7 +207,8 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     if "sft" in job.stages and job.sft.enabled:
         examples = sft_examples(train_items, prompt, job.sft.num_examples)
         init_model, sft_metrics = run_sft(job, examples)
-        results["sft"] = sft_metrics
+        results["training"]["sft"] = sft_metrics
+        write_results(run_dir, results)
         logger.summary(sft_metrics)
         console.print(
             f"sft: {int(sft_metrics['sft/steps'])} steps, loss {sft_metrics['sft/loss_first']:.3f} -> "
@@ -228,12 +227,14 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         rl = engine(job, init_model, train_items, prompt.messages, score_fn, logger.log, run_dir, group_fn=group_fn,
                     eval_fn=eval_fn)
         history = logger.history()
-        results["rl"] = {"resumed_from": rl.resumed_from, "steps": len(history)}
+        results["training"]["rl"] = training = {"resumed_from": rl.resumed_from, "steps": len(history)}
         curve = reward_curve(history)
         if curve:
-            results["rl"]["reward_curve"] = curve
+            training["reward_curve"] = curve
+            training["rewards"] = [h.get("critic/score/mean") for h in sorted(history, key=lambda h: h["step"])]
             step_s = [h["timing_s/step"] for h in history if "timing_s/step" in h]
-            results["rl"]["seconds_per_step"] = sum(step_s) / len(step_s)
+            training["seconds_per_step"] = sum(step_s) / len(step_s)
+        write_results(run_dir, results)
         if "eval_rl" in job.stages:
             evaluate("rl", "rl", rl.model_dir)
     if "rl" in evals and ("sft init" in evals or "base" in evals):
@@ -247,7 +248,7 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
 
         if mode == "pairwise":
             gain = paired_bootstrap(per_pair(baseline), per_pair("rl"))
-            results[f"rl_minus_{baseline}"] = {"consistent_accuracy": gain}
+            results["comparisons"][f"rl_minus_{baseline}"] = {"consistent_accuracy": gain}
             console.print(
                 f"RL - {baseline} consistent accuracy: {gain['diff']:+.3f} "
                 f"[95% CI {gain['low']:+.3f}, {gain['high']:+.3f}] over {int(gain['n'])} held-out pairs (paired bootstrap)"
@@ -260,8 +261,9 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
             results["plots"] = [str(p) for p in plots]
             logger.log_images(plots)
     results["wall_s"] = time.perf_counter() - t_start
-    print_summary(evals, results.get("rl", {}).get("reward_curve"), results["wall_s"], mode, bench_evals, plots=plots)
-    (run_dir / "results.json").write_text(json.dumps(results, indent=2))
+    print_summary(evals, results["training"].get("rl", {}).get("reward_curve"), results["wall_s"], mode, bench_evals,
+                  plots=plots)
+    write_results(run_dir, results)
     logger.finish()
     if withheld:
         raise ScoreWithheld("; ".join(withheld))

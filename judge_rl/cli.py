@@ -77,6 +77,24 @@ def _overrides(point_dir: Path) -> list[str]:
         return ["?"]
 
 
+def write_sweep_report(config: DictConfig, sweep_dir: Path) -> None:
+    """The sweep's report.{md,csv,png} (judge_rl/report.py); a report that cannot be written is said, and
+    never hides the sweep's own outcome."""
+    from judge_rl.report import write_report
+
+    report = config.get("report") or {}
+    try:
+        files = write_report([sweep_dir], sweep_dir, columns=report.get("columns"), paper=report.get("paper"),
+                             chart=report.get("chart"))
+    except Exception as e:  # noqa: BLE001  the points' results are on disk; the report can be rerun by hand
+        print(f"judge_rl: sweep report not written: {one_line(e)}; rerun `python -m judge_rl.report {sweep_dir}`",
+              file=sys.stderr, flush=True)
+        return
+    files.pop("table")
+    print(files["markdown"].read_text(), flush=True)
+    print(f"judge_rl: sweep report: {', '.join(str(p) for p in files.values())}", flush=True)
+
+
 def sweep_failures(sweep_dir: Path) -> list[str]:
     """One line per point of a sweep that did not finish: its directory, the overrides that make it
     differ from the other points, and its reason."""
@@ -94,10 +112,13 @@ def sweep_failures(sweep_dir: Path) -> list[str]:
 
 
 class SweepReport(Callback):
-    """At the end of a multirun: list the points that did not finish, and exit 1 if there are any."""
+    """At the end of a multirun: write the sweep's table (`python -m judge_rl.report`, with the config's
+    `report.*`) into the sweep directory, then list the points that did not finish, and exit 1 if there
+    are any (their rows in the table say so too)."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
+        write_sweep_report(config, sweep_dir)
         failed = sweep_failures(sweep_dir)
         if failed:
             n_points = len({p.parent for p in sweep_dir.glob("*/.hydra")})

@@ -242,8 +242,18 @@ class LoggerConfig:
     project: str = "judge_rl"
     entity: Optional[str] = None
     mode: str = "auto"  # auto (online with WANDB_API_KEY, else offline) | online | offline | disabled; WANDB_MODE wins
-    group: Optional[str] = None  # W&B run group (e.g. one per sweep)
+    group: Optional[str] = None  # W&B run group (null: a sweep's points share the multirun directory's name)
+    job_type: Optional[str] = None  # W&B job type (null: "sweep" for a multirun's points, "run" otherwise)
     tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReportConfig:
+    """The table `python -m judge_rl.report` writes when a multirun ends (judge_rl/report.py)."""
+
+    columns: Optional[list[str]] = None  # flat cell names (judge_rl/reports/schema.py); null: the held-out RL metrics
+    chart: Optional[list[str]] = None  # the columns charted in report.png (null: the first four)
+    paper: Optional[str] = None  # published numbers shown beside ours (a key of judge_rl/reports/paper_results.yaml)
 
 
 STAGES = ("eval_base", "sft", "eval_sft", "rl", "eval_rl")
@@ -260,6 +270,7 @@ class JobConfig:
     sft: SFTConfig = field(default_factory=SFTConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     seed: int = 42
     cache_dir: str = "~/.cache/judge_rl"
     run_dir: str = "outputs/run"
@@ -281,12 +292,12 @@ class EvalScoringConfig:
 # (judge_rl.rundir). Every other key shapes a result, and a change refuses to resume.
 NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "stages", "logger", "dry_run", "resume", "cluster.threads", "cluster.device",
-    "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size", "eval.max_engine_failure_rate",
+    "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size", "eval.max_engine_failure_rate", "report",
 )
 EVAL_NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "logger", "resume", "eval.max_engine_failure_rate", "engine.chunk_size",
     "engine.batch_size", "engine.device", "engine.concurrency", "engine.timeout_s", "engine.max_retries",
-    "engine.backoff_s", "engine.api_key_env", "engine.gpu_memory_utilization",
+    "engine.backoff_s", "engine.api_key_env", "engine.gpu_memory_utilization", "report",
 )
 
 
@@ -301,6 +312,7 @@ class EvalJobConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     eval: EvalScoringConfig = field(default_factory=EvalScoringConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     seed: int = 42
     cache_dir: str = "~/.cache/judge_rl"
     run_dir: str = "outputs/eval"

@@ -31,6 +31,7 @@ def shared_data() -> Path:
 # A 2-step tiny-random run: every stage, small enough for seconds.
 TINY_RUN = [
     "model=tiny-random",
+    "stages=[eval_base,sft,eval_sft,rl,eval_rl]",
     "logger=none",
     "trainer.total_steps=2",
     "trainer.save_every=1",

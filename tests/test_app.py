@@ -59,9 +59,10 @@ def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path):
         if SHARED_DATA.exists():
             bench = json.loads((bench_dir / "summary.json").read_text())
             assert bench["counts"]["units"] == 2 and bench["counts"]["items"] == 4
-            assert f"eval/{stage}/llmbar_natural" in results
+            entry = results["evaluations"][stage]["benchmarks"]["llmbar_natural"]
+            assert entry["official"] == bench["official"] and set(entry["ci"]) == {"accuracy", "consistent_accuracy"}
         else:
-            assert not bench_dir.exists() and f"eval/{stage}/llmbar_natural" not in results
+            assert not bench_dir.exists() and results["evaluations"][stage]["benchmarks"] == {}
     metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
     for key in ("critic/score/mean", "actor/pg_loss", "actor/kl_loss", "actor/entropy", "response_length/mean",
@@ -69,14 +70,22 @@ def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path):
         assert key in metrics[0], key
     assert (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").read_text() == "2"
     assert (tmp_path / "rl_model" / "model.safetensors").exists()
-    assert results["rl"]["steps"] == 2 and "sft" in results
+    assert results["training"]["rl"]["steps"] == 2 and "sft/steps" in results["training"]["sft"]
+    assert len(results["training"]["rl"]["rewards"]) == 2
     # the RL-minus-SFT claim comes with its paired bootstrap interval over the held-out pairs
-    gain = results["rl_minus_sft"]["consistent_accuracy"]
+    gain = results["comparisons"]["rl_minus_sft"]["consistent_accuracy"]
     assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
+    # results.json is the schema's document (judge_rl/reports/schema.py), held-out intervals included
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["schema"] == "judge_rl.results/1" and saved["job"] == "main"
+    held_out = saved["evaluations"]["rl"]["held_out"]
+    assert held_out["metrics"]["n_pairs"] == 4 and held_out["ci"]["consistent_accuracy"]["n"] == 4
 
     # a second run in the same directory redoes nothing: evaluations reuse their judgments
     again = run(compose_config([*TINY_RUN, f"run_dir={tmp_path}"]))
-    assert json.dumps(again["eval/rl"], sort_keys=True) == json.dumps(results["eval/rl"], sort_keys=True)
+    scores = lambda r: {stage: (ev["held_out"]["metrics"], {b: (e["official"], e["metrics"]) for b, e in ev["benchmarks"].items()})  # noqa: E731
+                        for stage, ev in r["evaluations"].items()}
+    assert json.dumps(scores(again), sort_keys=True) == json.dumps(scores(results), sort_keys=True)
     assert json.loads((tmp_path / "eval" / "rl" / "summary.json").read_text())["judged_now"] == 0
 
 
@@ -99,7 +108,7 @@ def test_killed_run_resumes_from_its_checkpoint_and_matches_an_uninterrupted_run
     assert step_at_kill < 3, "the run finished before it could be killed"
 
     resumed = run(compose_config([*overrides, f"run_dir={killed}"]))
-    assert resumed["rl"]["resumed_from"] == step_at_kill
+    assert resumed["training"]["rl"]["resumed_from"] == step_at_kill
     straight = run(compose_config([*overrides, f"run_dir={tmp_path / 'straight'}"]))
     a = [json.loads(x) for x in (killed / "metrics.jsonl").read_text().splitlines()]
     b = [json.loads(x) for x in (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()]
@@ -107,7 +116,7 @@ def test_killed_run_resumes_from_its_checkpoint_and_matches_an_uninterrupted_run
     for ma, mb in zip(a, b):
         for key in ("critic/score/mean", "response_length/mean", "actor/pg_loss", "actor/kl_loss"):
             assert ma[key] == pytest.approx(mb[key], rel=1e-4, abs=1e-6), (ma["step"], key)
-    assert straight["rl"]["steps"] == 3
+    assert straight["training"]["rl"]["steps"] == 3
 
 
 REWARD_OPTIONS = sorted(p.stem for p in (REPO_ROOT / "conf" / "reward").glob("*.yaml"))
@@ -121,19 +130,19 @@ def test_every_reward_option_trains_and_evaluates(reward, tmp_path):
     assert [m["step"] for m in metrics] == [1, 2]
     assert all(isinstance(m["actor/pg_loss"], float) for m in metrics)
     assert "reward/format_ok" in metrics[0] and "reward/parse_failure_rate" in metrics[0]
-    overall = results["eval/rl"]
+    overall = results["evaluations"]["rl"]["held_out"]["metrics"]
     key = "score_accuracy" if reward == "pointwise" else "accuracy"
     assert 0.0 <= overall[key] <= 1.0 and overall["parse_failure_rate"] == 1.0  # an untrained tiny model
     records = (tmp_path / "eval" / "rl" / "judgments.jsonl").read_text().splitlines()
     assert len(records) == 8  # 4 pairs x (both orders | both responses)
-    assert results["sft"]["sft/examples"] == 8
+    assert results["training"]["sft"]["sft/examples"] == 8
 
 
 def test_missing_benchmark_file_is_skipped_not_fatal(tmp_path, monkeypatch, capsys):
     """A fresh machine without ../shared/data still runs the main job; it says which benchmark it skipped."""
     monkeypatch.setenv("JUDGE_RL_ROOT", str(tmp_path / "elsewhere"))
     results = run(compose_config([*TINY_RUN, "stages=[eval_base]", f"run_dir={tmp_path / 'run'}"]))
-    assert "eval/base" in results and "eval/base/llmbar_natural" not in results
+    assert results["evaluations"]["base"]["held_out"] and results["evaluations"]["base"]["benchmarks"] == {}
     assert "eval.benchmarks: llmbar_natural skipped, no file at" in capsys.readouterr().out
 
 

@@ -97,3 +97,7 @@ def test_a_sweep_records_every_failing_point_and_lists_them_at_its_end(tmp_path)
     assert "/0 (trainer.save_every=0): failed: ValueError: trainer.save_every=0: expected >= 1" in listed
     assert "/2 (trainer.save_every=-1): failed: ValueError: trainer.save_every=-1: expected >= 1" in listed
     assert "save_every=1)" not in listed
+    # the sweep's table (judge_rl/report.py) is written first, its failed points rows that say so
+    md = (sweep / "report.md").read_text()
+    assert "| trainer.save_every=0 | failed: ValueError: trainer.save_every=0: expected >= 1" in md
+    assert "| trainer.save_every=1 | finished |" in md

@@ -18,6 +18,7 @@ def test_embedded_model_trains_one_step_and_evaluates(tmp_path):
             [
                 "model=smollm2-135m",
                 "logger=none",
+                "stages=[eval_base,sft,eval_sft,rl,eval_rl]",
                 f"run_dir={tmp_path}",
                 "sft.num_examples=8",
                 "trainer.total_steps=1",
@@ -31,8 +32,8 @@ def test_embedded_model_trains_one_step_and_evaluates(tmp_path):
             ]
         )
     )
-    assert results["sft"]["sft/steps"] >= 1
-    assert results["rl"]["steps"] == 1
+    assert results["training"]["sft"]["sft/steps"] >= 1
+    assert results["training"]["rl"]["steps"] == 1
     step = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
     assert step["response_length/mean"] > 0
     # GRPO has no signal when every sample of the group scores the same, and then no gradient

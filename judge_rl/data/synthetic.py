@@ -526,15 +526,18 @@ def constraint_following(rng: random.Random) -> Problem | None:
 def gold_trace(problem: Problem, chosen_position: str, reference: bool = False) -> str:
     """The assistant turn a judge should write when the correct response is shown at `chosen_position`.
 
-    reference=True (reference-guided judging, the reference answer is in the prompt): the trace reads
-    what each response says before deciding, then names the one that matches the reference, so every
-    step is a copy or a comparison a small judge can make, never a computation."""
+    reference=True (reference-guided judging, the reference answer is in the prompt): the trace copies
+    the reference, then what each response says as "<answer> is in Response (x).", then "The reference
+    <answer> is in Response (" - whose next token a language model's in-context recall (an induction head:
+    the token that followed this answer before) supplies - and the verdict copies that letter. Every step
+    is a copy, never a computation or a comparison the judge must learn from scratch."""
     other = "b" if chosen_position == "a" else "a"
     if reference:
-        says = {chosen_position: f"says {problem.answer}",
-                other: f"says {problem.wrong_answer}" if problem.wrong_answer is not None else problem.incorrect_note}
-        thinking = (f"Reference: {problem.answer}. Response (a) {says['a']}. Response (b) {says['b']}. "
-                    f"Response ({chosen_position}) matches the reference.")
+        says = {chosen_position: f"{problem.answer} is in Response ({chosen_position}).",
+                other: f"{problem.wrong_answer} is in Response ({other})." if problem.wrong_answer is not None
+                else f"Response ({other}) {problem.incorrect_note}."}
+        thinking = (f"Reference: {problem.answer}. {says['a']} {says['b']} "
+                    f"The reference {problem.answer} is in Response ({chosen_position}).")
     else:
         notes = {chosen_position: problem.correct_note, other: problem.incorrect_note}
         thinking = f"{problem.solution} Response (a) {notes['a']}. Response (b) {notes['b']}."

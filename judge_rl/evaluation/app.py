@@ -11,7 +11,6 @@ unanswered beyond `eval.max_engine_failure_rate` is withheld, and the job fails 
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,12 @@ from omegaconf import DictConfig, OmegaConf
 from judge_rl.config import EVAL_NEUTRAL_KEYS, BenchmarkConfig, to_eval_config
 from judge_rl.evaluation.benchmarks import get_benchmark
 from judge_rl.evaluation.engines import build_engine
-from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark
+from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, read_records
 from judge_rl.prompts import get_prompt
-from judge_rl.reports.benchmarks import flatten_scalars, print_benchmark_summary
+from judge_rl.reports.benchmarks import print_benchmark_summary
 from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
+from judge_rl.reports.schema import entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.rundir import claim_run_dir
 from judge_rl.rewards import build_reward
 
@@ -64,11 +64,13 @@ def run_eval(cfg: DictConfig) -> dict[str, Any]:
                 close()
         print_benchmark_summary(summary)
         name = job.benchmark.name
-        logger.summary({f"{name}/{k}": v for k, v in flatten_scalars({"official": summary["official"] or {},
-                                                                        "harness": summary["harness"]["overall"],
-                                                                        "counts": summary["counts"]}).items()})
+        results = new_results("eval", run_dir)  # judge_rl/reports/schema.py: the main job's schema, one stage
+        entry = evaluation_entry(summary, read_records(run_dir / "judgments.jsonl").values())
+        results["evaluations"]["eval"] = {"held_out": None, "benchmarks": {name: entry}}
+        results["wall_s"] = summary["seconds"]
+        write_results(run_dir, results)
+        logger.summary({f"{name}/{k}": v for k, v in entry_scalars(entry).items()})
         logger.finish()
-        (run_dir / "results.json").write_text(json.dumps({"summary": str(run_dir / "summary.json")}, indent=2))
         if summary["scoring"]["status"] == "withheld":
             raise ScoreWithheld(f"benchmark {name}: {summary['scoring']['reason']} (details in {run_dir / 'summary.json'})")
     return summary

@@ -9,33 +9,14 @@ from typing import Any
 
 from rich.table import Table
 
+from judge_rl.reports import schema
+from judge_rl.reports.schema import flatten_scalars
 from judge_rl.reports.console import console
 
-PAIRWISE_COLUMNS = [
-    ("accuracy", "acc"),
-    ("accuracy_a", "acc@a"),
-    ("accuracy_b", "acc@b"),
-    ("consistent_accuracy", "consistent"),
-    ("position_consistency", "pos.cons"),
-    ("a_preference_rate", "A-pref"),
-    ("parse_failure_rate", "parse fail"),
-    ("n_pairs", "pairs"),
-]
-POINTWISE_COLUMNS = [
-    ("pairwise_accuracy", "pairwise acc"),
-    ("pairwise_tie_rate", "ties"),
-    ("score_accuracy", "score acc"),
-    ("parse_failure_rate", "parse fail"),
-    ("n_pairs", "pairs"),
-]
-CHOICE_COLUMNS = [
-    ("parse_failure_rate", "parse fail"),
-    ("pick_rate_a", "pick A"),
-    ("pick_rate_b", "pick B"),
-    ("pick_rate_c", "pick C"),
-    ("pick_rate_d", "pick D"),
-    ("n_items", "items"),
-]
+# the schema's diagnostic columns (judge_rl/reports/schema.py), with the count that each rests on
+PAIRWISE_COLUMNS = [*schema.PAIRWISE_COLUMNS, ("n_pairs", "pairs")]
+POINTWISE_COLUMNS = [*[c for c in schema.POINTWISE_COLUMNS if c[0] != "within_1_accuracy"], ("n_pairs", "pairs")]
+CHOICE_COLUMNS = [*schema.CHOICE_COLUMNS, ("n_items", "items")]
 
 
 def _fmt(x: Any, key: str = "") -> str:
@@ -46,26 +27,9 @@ def _fmt(x: Any, key: str = "") -> str:
     return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def flatten_scalars(d: dict[str, Any], prefix: str = "", depth: int = 3) -> dict[str, float]:
-    """Numeric leaves of a nested dict as "a/b/c" keys (lists such as the RM-Bench matrix left out)."""
-    out: dict[str, float] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, bool):
-            continue
-        if isinstance(v, (int, float)):
-            out[key] = float(v)
-        elif isinstance(v, dict) and depth > 1:
-            out.update(flatten_scalars(v, key + "/", depth - 1))
-    return out
-
-
 def _columns(overall: dict[str, Any]) -> list[tuple[str, str]]:
-    if "accuracy_a" in overall:
-        return PAIRWISE_COLUMNS
-    if "pairwise_accuracy" in overall:
-        return POINTWISE_COLUMNS
-    return CHOICE_COLUMNS
+    kind = schema.metrics_kind(overall)
+    return {"pairwise": PAIRWISE_COLUMNS, "pointwise": POINTWISE_COLUMNS, "choice": CHOICE_COLUMNS}[kind]
 
 
 def print_benchmark_summary(summary: dict[str, Any]) -> None:

@@ -39,6 +39,39 @@ def wandb_mode(configured: str, environ: Mapping[str, str] | None = None) -> str
     return configured
 
 
+def sweep_group(sweep_dir: str | Path) -> str:
+    """The W&B group of a sweep's points: its multirun directory, `<date>_<time-suffix>`."""
+    path = Path(sweep_dir)
+    return f"{path.parent.name}_{path.name}" if path.parent.name else path.name
+
+
+def hydra_context() -> dict[str, Any]:
+    """What Hydra knows of this run: whether it is a multirun point, the sweep directory, and the
+    command-line overrides (the swept choices). Outside Hydra (tests calling `run(cfg)`): a single run."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        hc = HydraConfig.get()
+    except (ImportError, ValueError):
+        return {"multirun": False, "sweep_dir": None, "overrides": []}
+    multirun = hc.mode == RunMode.MULTIRUN
+    return {"multirun": multirun, "sweep_dir": str(hc.sweep.dir) if multirun else None,
+            "overrides": [str(o) for o in hc.overrides.task]}
+
+
+def wandb_run_labels(cfg: LoggerConfig, context: dict[str, Any]) -> dict[str, Any]:
+    """W&B group, job type and the `swept` config columns: the points of one sweep share a group (the
+    multirun directory unless `logger.group` is set) and a job type (`logger.job_type`, else "sweep"), and
+    each carries its swept choices as `swept.<key>` config columns."""
+    from judge_rl.reports.schema import override_choices
+
+    swept = override_choices(context["overrides"])
+    group = cfg.group or (sweep_group(context["sweep_dir"]) if context["multirun"] else None)
+    job_type = cfg.job_type or ("sweep" if context["multirun"] else "run")
+    return {"group": group, "job_type": job_type, "swept": swept}
+
+
 class MetricsLogger:
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any], resume_step: int | None = None):
         self.path = run_dir / "metrics.jsonl"
@@ -50,11 +83,14 @@ class MetricsLogger:
 
             mode = wandb_mode(cfg.mode)
             run_id = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]
+            labels = wandb_run_labels(cfg, hydra_context())
             self.wandb_run = wandb.init(
                 project=cfg.project,
                 entity=cfg.entity,
+                group=labels["group"],
+                job_type=labels["job_type"],
                 dir=str(run_dir),
-                config=config,
+                config={**config, "swept": labels["swept"]},
                 tags=list(cfg.tags),
                 mode=mode,
                 id=run_id,

@@ -9,24 +9,9 @@ from typing import Any, Sequence
 from rich.table import Table
 
 from judge_rl.reports.console import console
+from judge_rl.reports.schema import PAIRWISE_COLUMNS, POINTWISE_COLUMNS
 
-POINTWISE_COLUMNS = [
-    ("score_accuracy", "score acc"),
-    ("within_1_accuracy", "within 1"),
-    ("pairwise_accuracy", "pairwise acc"),
-    ("pairwise_tie_rate", "ties"),
-    ("parse_failure_rate", "parse fail"),
-]
-
-COLUMNS = [
-    ("accuracy", "acc"),
-    ("accuracy_a", "acc@a"),
-    ("accuracy_b", "acc@b"),
-    ("consistent_accuracy", "consistent"),
-    ("position_consistency", "pos.cons"),
-    ("a_preference_rate", "A-pref"),
-    ("parse_failure_rate", "parse fail"),
-]
+COLUMNS = PAIRWISE_COLUMNS  # the held-out table of each judge stage
 
 
 def _fmt(x: Any) -> str:

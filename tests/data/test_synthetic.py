@@ -209,3 +209,20 @@ def test_texts_stay_short(train: list[PreferencePair], test_split: list[Preferen
             assert len(response) <= 80 and len(response.split()) <= 12, response
         for trace in (p.traces or {}).values():
             assert len(trace) <= 180 and len(trace.split()) <= 30, trace
+
+
+def test_reference_traces_are_copies_ending_in_a_recall_of_the_reference() -> None:
+    """Reference-guided traces: the reference, then "<answer> is in Response (x)." for each response in order
+    (a non-answer says what it does instead), then "The reference <answer> is in Response (x)." with x the
+    response that states it: the letter a judge can recall from its own earlier line, and the verdict's."""
+    for pair in generate_pairs(40, 3, "train", reference=True):
+        answer, wrong = pair.meta["answer"], pair.meta["wrong_answer"]
+        for pos in ("a", "b"):
+            other = "b" if pos == "a" else "a"
+            think = pair.traces[pos].split("<think>\n")[1].split("\n</think>")[0]
+            lines = {pos: f"{answer} is in Response ({pos})."}
+            lines[other] = f"{wrong} is in Response ({other})." if wrong is not None else f"Response ({other}) "
+            assert think.startswith(f"Reference: {answer}. ")
+            assert think.index(lines["a"]) < think.index(lines["b"])  # read in the order shown
+            assert think.endswith(f"The reference {answer} is in Response ({pos}).")
+            assert pair.traces[pos].endswith(verdict_line(pos, pair.strength))

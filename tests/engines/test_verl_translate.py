@@ -194,7 +194,7 @@ def test_paths_are_absolute(translate, data_files):
 
 
 def test_stages_map_to_verl_validation(translate):
-    job, cfg = translate([HUB])
+    job, cfg = translate([HUB, "stages=[eval_base,sft,eval_sft,rl,eval_rl]"])
     assert cfg.trainer.val_before_train is True
     assert cfg.trainer.test_freq == job.trainer.total_steps
     _, cfg = translate([HUB, "stages=[sft,rl]"])
@@ -223,7 +223,7 @@ def test_multi_gpu_scale(translate):
 
 def test_batch_too_small_for_the_gpus_fails_verl_validation(translate):
     # 2 prompts x 4 samples = 8 sequences cannot split over 16 GPUs: verl's own validate_config says so
-    _, cfg = translate([HUB], n_gpus_per_node=8, nnodes=2)
+    _, cfg = translate([HUB, "trainer.prompts_per_step=2", "algorithm.rollout_n=4"], n_gpus_per_node=8, nnodes=2)
     with pytest.raises(AssertionError, match="real_train_batch_size"):
         validate(cfg)
 

@@ -109,7 +109,7 @@ def test_a_subset_every_k_steps_and_the_last_and_a_resumed_run_reuses_its_judgme
     shutil.rmtree(tmp_path / "checkpoints" / "global_step_3")
     (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
     resumed = rl_run(tmp_path, *overrides)
-    assert resumed["rl"]["resumed_from"] == 2
+    assert resumed["training"]["rl"]["resumed_from"] == 2
     summary = json.loads((tmp_path / "eval" / "step_3" / "summary.json").read_text())
     assert summary["judged_now"] == 0 and summary["reused"] == 4
     again = metrics_of(tmp_path)

@@ -30,7 +30,7 @@ from judge_rl.engines.verl.translate import validate, verl_config
 from judge_rl.models.arch import model_arch
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
-from judge_rl.reports.logging import wandb_mode
+from judge_rl.reports.logging import hydra_context, wandb_mode, wandb_run_labels
 from judge_rl.updates import ENGINES
 from judge_rl.updates.rl_loop import RLResult
 
@@ -92,8 +92,10 @@ def launch_env(job: JobConfig, run_dir: Path, environ: Mapping[str, str] | None 
         env["WANDB_PROJECT"] = job.logger.project
         if job.logger.entity:
             env["WANDB_ENTITY"] = job.logger.entity
-        if job.logger.group:
-            env["WANDB_RUN_GROUP"] = job.logger.group
+        labels = wandb_run_labels(job.logger, hydra_context())  # a sweep's points share a group and job type
+        if labels["group"]:
+            env["WANDB_RUN_GROUP"] = labels["group"]
+        env["WANDB_JOB_TYPE"] = labels["job_type"]
     env["VERL_FILE_LOGGER_PATH"] = str((run_dir / "verl" / METRICS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl").resolve())
     return env
 
