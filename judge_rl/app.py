@@ -122,6 +122,8 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     device = resolve_device(job.cluster.device)
     results = new_results("main", run_dir)  # judge_rl/reports/schema.py; saved after each stage
     evals: dict[str, dict[str, float]] = {}
+    eval_ids = {p.pair_id for p in eval_pairs}
+    held_out_records: dict[str, list[dict]] = {}  # stage -> its judgments of the held-out pairs
     bench_evals: dict[str, dict[str, dict[str, float]]] = {}
     withheld: list[str] = []  # scores with too many unanswered requests: the run fails once results are saved
 
@@ -144,9 +146,9 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         (run_dir / "eval" / stage / "summary.json").write_text(json.dumps(out, indent=2))
         evals[label] = out["overall"]
         records = read_records(run_dir / "eval" / stage / "judgments.jsonl").values()
-        ids = {p.pair_id for p in eval_pairs}
+        held_out_records[stage] = [r for r in records if r.get("pair_id") in eval_ids]
         entry = results["evaluations"].setdefault(stage, {"held_out": None, "benchmarks": {}})
-        entry["held_out"] = evaluation_entry(out, [r for r in records if r.get("pair_id") in ids])
+        entry["held_out"] = evaluation_entry(out, held_out_records[stage])
         logger.summary({f"eval/{stage}/{k}": v for k, v in out["overall"].items()})
         m = out["overall"]
         if out["scoring"]["status"] == "withheld":
@@ -240,11 +242,9 @@ def run_stages(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     if "rl" in evals and ("sft init" in evals or "base" in evals):
         # the claim that RL helped, with its noise: paired bootstrap over the same held-out pairs
         baseline = "sft" if "sft init" in evals else "base"
-        ids = {p.pair_id for p in eval_pairs}
 
         def per_pair(stage: str) -> dict[str, float]:
-            records = read_records(run_dir / "eval" / stage / "judgments.jsonl").values()
-            return consistent_by_pair(r for r in records if r.get("pair_id") in ids and not r.get("engine_error"))
+            return consistent_by_pair(r for r in held_out_records[stage] if not r.get("engine_error"))
 
         if mode == "pairwise":
             gain = paired_bootstrap(per_pair(baseline), per_pair("rl"))

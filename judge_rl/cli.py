@@ -20,9 +20,10 @@ from typing import Any, Callable
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from judge_rl.rundir import STATUS_FILE, one_line, read_status, write_status
+from judge_rl.reports.schema import hydra_overrides
 
 HINT = "(HYDRA_FULL_ERROR=1 shows the traceback)"
 
@@ -69,14 +70,6 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
     return task
 
 
-def _overrides(point_dir: Path) -> list[str]:
-    path = point_dir / ".hydra" / "overrides.yaml"
-    try:
-        return [str(o) for o in OmegaConf.to_container(OmegaConf.load(path))]
-    except (OSError, ValueError, TypeError):
-        return ["?"]
-
-
 def write_sweep_report(config: DictConfig, sweep_dir: Path) -> None:
     """The sweep's report.{md,csv,png} (judge_rl/report.py); a report that cannot be written is said, and
     never hides the sweep's own outcome."""
@@ -100,7 +93,7 @@ def sweep_failures(sweep_dir: Path) -> list[str]:
     differ from the other points, and its reason."""
     points = sorted({p.parent for p in sweep_dir.glob(f"*/{STATUS_FILE}")} | {p.parent for p in sweep_dir.glob("*/.hydra")},
                     key=lambda p: (len(p.name), p.name))
-    overrides = {p: _overrides(p) for p in points}
+    overrides = {p: hydra_overrides(p) for p in points}
     shared = set.intersection(*(set(o) for o in overrides.values())) if len(points) > 1 else set()
     lines = []
     for point in points:
