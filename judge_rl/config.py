@@ -80,7 +80,10 @@ class CriticConfig:
 
 @dataclass
 class AlgorithmConfig:
+    """The `algorithm` group of the online RL recipe: verl's field names, translated one to one."""
+
     name: str = "grpo"
+    recipe: str = "online_rl"  # the training recipe this method runs (judge_rl/recipes/)
     adv_estimator: str = "grpo"
     norm_adv_by_std_in_grpo: bool = True
     gamma: float = 1.0
@@ -106,7 +109,7 @@ class AlgorithmConfig:
     # J1's group structure with any reward: each prompt's group holds both orders of its pair, rollout_n/2
     # samples each, so a judge that names one position whatever the content is right in one half of its
     # group and wrong in the other, and its advantages push against the bias (with per-order groups such a
-    # group is all right or all wrong, and its advantages are zero). Local engine only.
+    # group is all right or all wrong, and its advantages are zero). Local backend only.
     group_both_orders: bool = False
     critic: CriticConfig = field(default_factory=CriticConfig)
 
@@ -133,10 +136,10 @@ class DataConfig:
 @dataclass
 class ClusterConfig:
     name: str = "local"
-    engine: str = "local"  # local | verl
+    backend: str = "local"  # local | verl: what trains
     device: str = "auto"
     threads: Optional[int] = None
-    # verl engine only
+    # verl backend only
     n_gpus_per_node: int = 1
     nnodes: int = 1
     ray_address: Optional[str] = None  # an existing Ray cluster ("auto" or host:port); None: verl starts one
@@ -182,10 +185,10 @@ class EvalConfig:
     # published benchmarks (conf/benchmark/<name>.yaml) judged at every eval stage, besides data.eval
     benchmarks: list[str] = field(default_factory=list)
     benchmark_limit: Optional[int] = None  # rows per benchmark (null: as its file says)
-    # share of a benchmark's units whose request got no answer (an engine failure, not a verdict) above
+    # share of a benchmark's units whose request got no answer (a server failure, not a verdict) above
     # which its official score is withheld and the job fails; at or below it, the score covers the
     # answered units only
-    max_engine_failure_rate: float = 0.0
+    max_server_failure_rate: float = 0.0
 
 
 @dataclass
@@ -206,8 +209,8 @@ class BenchmarkConfig:
 
 
 @dataclass
-class EngineConfig:
-    """The inference engine that runs the judge (conf/engine/<name>.yaml)."""
+class ServerConfig:
+    """The server that runs the judge (conf/server/<name>.yaml)."""
 
     name: str = "hf"  # hf | vllm | openai
     max_new_tokens: int = 128
@@ -275,7 +278,7 @@ class JobConfig:
     cache_dir: str = "~/.cache/judge_rl"
     run_dir: str = "outputs/run"
     stages: list[str] = field(default_factory=lambda: list(STAGES))
-    dry_run: bool = False  # verl engine: print the verl command and config, launch nothing
+    dry_run: bool = False  # verl backend: print the verl command and config, launch nothing
     # re-running in a run_dir continues its saved run when the config matches (else refuses with the diff);
     # false: move the saved run to run_dir/superseded/ and start afresh
     resume: bool = True
@@ -283,21 +286,21 @@ class JobConfig:
 
 @dataclass
 class EvalScoringConfig:
-    """The eval app's `eval.*`: how engine failures bear on the official score (as EvalConfig's field)."""
+    """The eval app's `eval.*`: how server failures bear on the official score (as EvalConfig's field)."""
 
-    max_engine_failure_rate: float = 0.0
+    max_server_failure_rate: float = 0.0
 
 
 # Keys that do not change any result: a re-run in the same run_dir may change them and still resume
 # (judge_rl.rundir). Every other key shapes a result, and a change refuses to resume.
 NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "stages", "logger", "dry_run", "resume", "cluster.threads", "cluster.device",
-    "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size", "eval.max_engine_failure_rate", "report",
+    "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size", "eval.max_server_failure_rate", "report",
 )
 EVAL_NEUTRAL_KEYS = (
-    "run_dir", "cache_dir", "logger", "resume", "eval.max_engine_failure_rate", "engine.chunk_size",
-    "engine.batch_size", "engine.device", "engine.concurrency", "engine.timeout_s", "engine.max_retries",
-    "engine.backoff_s", "engine.api_key_env", "engine.gpu_memory_utilization", "report",
+    "run_dir", "cache_dir", "logger", "resume", "eval.max_server_failure_rate", "server.chunk_size",
+    "server.batch_size", "server.device", "server.concurrency", "server.timeout_s", "server.max_retries",
+    "server.backoff_s", "server.api_key_env", "server.gpu_memory_utilization", "report",
 )
 
 
@@ -308,7 +311,7 @@ class EvalJobConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
-    engine: EngineConfig = field(default_factory=EngineConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     eval: EvalScoringConfig = field(default_factory=EvalScoringConfig)
@@ -320,13 +323,13 @@ class EvalJobConfig:
 
 
 def register_schemas() -> None:
-    """The typed schemas behind conf/benchmark/*.yaml and conf/engine/*.yaml (each starts with
+    """The typed schemas behind conf/benchmark/*.yaml and conf/server/*.yaml (each starts with
     `defaults: [_schema, _self_]`), so every field can be overridden without `+` and is type-checked."""
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
     cs.store(group="benchmark", name="_schema", node=BenchmarkConfig)
-    cs.store(group="engine", name="_schema", node=EngineConfig)
+    cs.store(group="server", name="_schema", node=ServerConfig)
 
 
 register_schemas()
@@ -377,7 +380,7 @@ JOB_RANGES = {
     "eval.max_new_tokens": ">= 1",
     "eval.limit": ">= 1",
     "eval.benchmark_limit": ">= 1",
-    "eval.max_engine_failure_rate": "[0, 1]",
+    "eval.max_server_failure_rate": "[0, 1]",
     "cluster.threads": ">= 1",
     "cluster.n_gpus_per_node": ">= 1",
     "cluster.nnodes": ">= 1",
@@ -386,17 +389,17 @@ JOB_RANGES = {
 EVAL_RANGES = {
     **MODEL_RANGES,
     "benchmark.limit": ">= 1",
-    "eval.max_engine_failure_rate": "[0, 1]",
-    "engine.max_new_tokens": ">= 1",
-    "engine.chunk_size": ">= 1",
-    "engine.batch_size": ">= 1",
-    "engine.concurrency": ">= 1",
-    "engine.timeout_s": "> 0",
-    "engine.max_retries": ">= 0",
-    "engine.backoff_s": ">= 0",
-    "engine.tensor_parallel_size": ">= 1",
-    "engine.gpu_memory_utilization": "(0, 1]",
-    "engine.max_model_len": ">= 1",
+    "eval.max_server_failure_rate": "[0, 1]",
+    "server.max_new_tokens": ">= 1",
+    "server.chunk_size": ">= 1",
+    "server.batch_size": ">= 1",
+    "server.concurrency": ">= 1",
+    "server.timeout_s": "> 0",
+    "server.max_retries": ">= 0",
+    "server.backoff_s": ">= 0",
+    "server.tensor_parallel_size": ">= 1",
+    "server.gpu_memory_utilization": "(0, 1]",
+    "server.max_model_len": ">= 1",
 }
 
 
@@ -457,22 +460,22 @@ def to_eval_config(cfg: DictConfig) -> EvalJobConfig:
 
 def validate_eval(job: EvalJobConfig) -> None:
     from judge_rl.evaluation.benchmarks import BENCHMARKS
-    from judge_rl.evaluation.engines import INFERENCE_ENGINES
+    from judge_rl.servers import SERVERS
     from judge_rl.prompts import get_prompt
     from judge_rl.rewards import build_reward
 
     if job.benchmark.kind not in BENCHMARKS:
         raise ValueError(f"benchmark.kind={job.benchmark.kind!r}: known: {', '.join(BENCHMARKS.names())}")
-    if job.engine.name not in INFERENCE_ENGINES:
-        raise ValueError(f"engine.name={job.engine.name!r}: known: {', '.join(INFERENCE_ENGINES.names())}")
+    if job.server.name not in SERVERS:
+        raise ValueError(f"server.name={job.server.name!r}: known: {', '.join(SERVERS.names())}")
     if job.benchmark.on_error not in ("raise", "skip"):
         raise ValueError(f"benchmark.on_error={job.benchmark.on_error!r}: expected raise or skip")
-    if job.engine.name == "openai" and not job.engine.base_url:
-        raise ValueError("engine=openai needs engine.base_url (e.g. engine.base_url=http://127.0.0.1:8000/v1)")
+    if job.server.name == "openai" and not job.server.base_url:
+        raise ValueError("server=openai needs server.base_url (e.g. server.base_url=http://127.0.0.1:8000/v1)")
     check_ranges(job, EVAL_RANGES)
     validate_model(job.model, job.judge.checkpoint)
-    if job.engine.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"engine.device={job.engine.device!r}: expected auto, cpu or cuda")
+    if job.server.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"server.device={job.server.device!r}: expected auto, cpu or cuda")
     build_reward(job.reward.name, **job.reward.weights)
     if job.judge.prompt is not None:
         get_prompt(job.judge.prompt)  # an unknown prompt fails here, with the known ones
@@ -535,9 +538,17 @@ def validate(job: JobConfig) -> None:
         raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
     if a.kl_ctrl.type not in ("fixed", "adaptive"):
         raise ValueError(f"algorithm.kl_ctrl.type={a.kl_ctrl.type!r}: expected fixed or adaptive")
-    if job.cluster.engine not in ("local", "verl"):
-        raise ValueError(f"cluster.engine={job.cluster.engine!r}: expected local or verl")
-    if job.dry_run and job.cluster.engine != "verl":
+    from judge_rl.recipes import get_recipe
+
+    try:
+        recipe = get_recipe(a.recipe)
+    except KeyError as e:
+        raise ValueError(f"algorithm.recipe={a.recipe!r}: {e.args[0]}") from None
+    if not isinstance(a, recipe.config):
+        raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
+    if job.cluster.backend not in ("local", "verl"):
+        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
+    if job.dry_run and job.cluster.backend != "verl":
         raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
     if job.cluster.device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")

@@ -2,7 +2,7 @@
 
     python -m judge_rl.eval model=smollm2-135m benchmark=llmbar_natural
     python -m judge_rl.eval judge.checkpoint=outputs/.../model benchmark=rewardbench
-    python -m judge_rl.eval engine=openai engine.base_url=http://127.0.0.1:8000/v1 judge.prompt=rewardbench_pairwise
+    python -m judge_rl.eval server=openai server.base_url=http://127.0.0.1:8000/v1 judge.prompt=rewardbench_pairwise
     python -m judge_rl.eval -m benchmark=llmbar_natural,mt_bench_human,faireval
 """
 

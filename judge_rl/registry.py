@@ -1,4 +1,4 @@
-"""One registry per concept (datasets, prompts, rewards, engines, ...), filled by decorator.
+"""One registry per concept (datasets, prompts, rewards, backends, servers, ...), filled by decorator.
 
 Config files name an entry by key; a wrong key fails with the list of known keys
 instead of a bare KeyError deep inside training.

@@ -1,4 +1,4 @@
-"""Seconds per GRPO step: judge_rl's local engine against TRL's `GRPOTrainer`, in one process, on identical
+"""Seconds per GRPO step: judge_rl's local backend against TRL's `GRPOTrainer`, in one process, on identical
 settings, with the machine's raw forward/decode rates measured alongside.
 
     python scripts/bench_grpo_step.py                                         # 2 prompts x n 4, 64 new tokens
@@ -15,7 +15,7 @@ reference as a loss (low-variance "k3" estimator, coefficient `--beta`), token-m
 optimizer step per step (AdamW, constant `--lr`, weight decay 0.01, grad-norm clip 1.0), micro-batches of
 `--micro-batch` sequences with gradient accumulation; no vLLM, no gradient checkpointing, no bf16.
 
-  judge_rl  LocalEngine.step (as `train_local` builds it: load_model for policy and reference, the prompt's
+  judge_rl  LocalBackend.step (as `train_local` builds it: load_model for policy and reference, the prompt's
             `messages`, `compute_score`); seconds per step timed around `step()`; its split is the median of
             the metrics timing_s/gen (generation + scoring), timing_s/ref, timing_s/old_log_prob, timing_s/update_actor.
   trl       GRPOTrainer.train() with the GRPOConfig below; seconds per optimizer step timed by a TrainerCallback
@@ -54,15 +54,15 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from judge_rl.app import training_items  # noqa: E402
+from judge_rl.recipes.stages import training_items  # noqa: E402
 from judge_rl.config import AlgorithmConfig, ModelConfig, TrainerConfig  # noqa: E402
 from judge_rl.data import load_dataset_pairs  # noqa: E402
 from judge_rl.models.loading import converted_gguf_dir, load_model, load_tokenizer  # noqa: E402
 from judge_rl.prompts import get_prompt  # noqa: E402
 from judge_rl.rewards import build_reward, compute_score  # noqa: E402
 from judge_rl.rollouts import encode_chat  # noqa: E402
-from judge_rl.updates.local_engine import LocalEngine  # noqa: E402
-from judge_rl.updates.rl_loop import step_items  # noqa: E402
+from judge_rl.backends.local.backend import LocalBackend  # noqa: E402
+from judge_rl.backends.local.loop import step_items  # noqa: E402
 
 REWARD = "strength"
 CPU = torch.device("cpu")
@@ -225,7 +225,7 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, obj
     )
     policy = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
     reference = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
-    engine = LocalEngine(policy, reference, tokenizer, algo, trainer, prompt.messages, score_fn)
+    engine = LocalBackend(policy, reference, tokenizer, algo, trainer, prompt.messages, score_fn)
     steps = []
     for step in range(1, args.warmup + args.steps + 1):
         torch.manual_seed(args.seed * 1_000_003 + step)  # as train_local seeds each step
@@ -287,7 +287,7 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
 
     def judge_reward(prompts, completions, ground_truth, data_source, pair_id, **_):
         """judge_rl's compute_score under TRL's reward signature (one float per completion); the arguments are
-        those LocalEngine.rollout passes."""
+        those LocalBackend.rollout passes."""
         out = []
         for c, gt, src, pid in zip(completions, ground_truth, data_source, pair_id):
             text = c[-1]["content"] if isinstance(c, list) else c

@@ -6,7 +6,7 @@ the raw batched forward-pass rate (the ceiling for any decoder written in PyTorc
 
 Workload: the first `--pairs` LLMBar-Natural pairs (../shared/data), each in both orders with the
 Think-J strength prompt, greedy, `--max-new-tokens` new tokens at most. Measurements:
-  hf engine       HFEngine.complete: `greedy_generate` (length-sorted batches; each prompt prefilled
+  hf engine       HFServer.complete: `greedy_generate` (length-sorted batches; each prompt prefilled
                   alone, unpadded; batched decode over a left-padded KV cache; finished rows leave;
                   GQA-aware SDPA, judge_rl/models/attention.py)
   batched         `model.generate` on padded, length-sorted batches (the rollout path), GQA-aware SDPA
@@ -36,8 +36,8 @@ sys.path.insert(0, str(REPO))
 from judge_rl.data.pairs import both_orders  # noqa: E402
 from judge_rl.evaluation.app import load_benchmark_config  # noqa: E402
 from judge_rl.evaluation.benchmarks import get_benchmark  # noqa: E402
-from judge_rl.evaluation.engines import HFEngine  # noqa: E402
-from judge_rl.evaluation.engines.server import load_model_config  # noqa: E402
+from judge_rl.servers import HFServer  # noqa: E402
+from judge_rl.servers.http import load_model_config  # noqa: E402
 from judge_rl.models.attention import restore_sdpa, use_gqa_sdpa  # noqa: E402
 from judge_rl.models.loading import load_model, load_tokenizer  # noqa: E402
 from judge_rl.prompts import get_prompt  # noqa: E402
@@ -109,7 +109,7 @@ def main() -> None:
           f"max_new_tokens {args.max_new_tokens}, batch {args.batch_size}", flush=True)
 
     results = {}
-    engine = HFEngine(model, tokenizer, args.batch_size)
+    engine = HFServer(model, tokenizer, args.batch_size)
     engine.complete(messages[:2], max_new_tokens=4)  # warm-up
     t = time.perf_counter()
     outs = engine.complete(messages, max_new_tokens=args.max_new_tokens)

@@ -30,7 +30,7 @@ def eval_job(*overrides: str):
         ("trainer.prompts_per_step=0", "trainer.prompts_per_step=0: expected >= 1"),
         ("eval.limit=-1", "eval.limit=-1: expected >= 1"),
         ("eval.limit=0", "eval.limit=0: expected >= 1"),
-        ("eval.max_engine_failure_rate=1.5", r"eval.max_engine_failure_rate=1.5: expected \[0, 1\]"),
+        ("eval.max_server_failure_rate=1.5", r"eval.max_server_failure_rate=1.5: expected \[0, 1\]"),
         ("trainer.top_p=0", r"trainer.top_p=0.0: expected \(0, 1\]"),
         ("sft.batch_size=0", "sft.batch_size=0: expected >= 1"),
         ("eval.benchmark_limit=0", "eval.benchmark_limit=0: expected >= 1"),
@@ -44,17 +44,17 @@ def test_main_job_refuses_out_of_range_fields(override, message):
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("engine.backoff_s=-1", r"engine.backoff_s=-1.0: expected >= 0"),
-        ("engine.timeout_s=0", r"engine.timeout_s=0.0: expected > 0"),
-        ("engine.max_retries=-1", "engine.max_retries=-1: expected >= 0"),
+        ("server.backoff_s=-1", r"server.backoff_s=-1.0: expected >= 0"),
+        ("server.timeout_s=0", r"server.timeout_s=0.0: expected > 0"),
+        ("server.max_retries=-1", "server.max_retries=-1: expected >= 0"),
         ("benchmark.limit=-1", "benchmark.limit=-1: expected >= 1"),
-        ("engine.concurrency=0", "engine.concurrency=0: expected >= 1"),
+        ("server.concurrency=0", "server.concurrency=0: expected >= 1"),
     ],
 )
 def test_eval_app_refuses_out_of_range_fields(override, message):
     overrides = [override]
-    if override.startswith(("engine.backoff", "engine.timeout", "engine.max_retries", "engine.concurrency")):
-        overrides = ["engine=openai", "engine.base_url=http://127.0.0.1:9/v1", override]
+    if override.startswith(("server.backoff", "server.timeout", "server.max_retries", "server.concurrency")):
+        overrides = ["server=openai", "server.base_url=http://127.0.0.1:9/v1", override]
     with pytest.raises(ValueError, match=message):
         eval_job(*overrides)
 

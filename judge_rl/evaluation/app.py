@@ -3,10 +3,10 @@
 `run_eval(cfg)` is a plain function of a composed config (conf/evaluate.yaml) that returns the run's
 summary; the Hydra entry point (judge_rl/eval.py) and the tests both call it. The judge is a judge_rl
 model (conf/model, optionally with trained weights from `judge.checkpoint`) run by the `hf` or `vllm`
-engine, or any OpenAI-compatible endpoint (`engine=openai engine.base_url=...`). Re-running with the
+server, or any OpenAI-compatible endpoint (`server=openai server.base_url=...`). Re-running with the
 same `run_dir` resumes: finished judgments are reused, not asked again (the run directory is claimed
 first: one process at a time, one config; see judge_rl/rundir.py). A score whose requests went
-unanswered beyond `eval.max_engine_failure_rate` is withheld, and the job fails after saving the summary.
+unanswered beyond `eval.max_server_failure_rate` is withheld, and the job fails after saving the summary.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.config import EVAL_NEUTRAL_KEYS, BenchmarkConfig, to_eval_config
 from judge_rl.evaluation.benchmarks import get_benchmark
-from judge_rl.evaluation.engines import build_engine
+from judge_rl.servers import build_server
 from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, read_records
 from judge_rl.prompts import get_prompt
 from judge_rl.reports.benchmarks import print_benchmark_summary
@@ -50,16 +50,16 @@ def run_eval(cfg: DictConfig) -> dict[str, Any]:
     prompt = get_prompt(job.judge.prompt or reward.prompt)
     benchmark = get_benchmark(job.benchmark.kind)
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=EVAL_NEUTRAL_KEYS, console=console) as run_dir:
-        engine = build_engine(job.engine, job.model, job.cache_dir, job.judge.checkpoint, job.seed)
+        server = build_server(job.server, job.model, job.cache_dir, job.judge.checkpoint, job.seed)
         logger = MetricsLogger(run_dir, job.logger, asdict(job))
         try:
             summary = evaluate_benchmark(
-                benchmark, job.benchmark, engine, prompt, run_dir,
-                max_new_tokens=job.engine.max_new_tokens, chunk_size=job.engine.chunk_size, reward=reward,
-                max_engine_failure_rate=job.eval.max_engine_failure_rate,
+                benchmark, job.benchmark, server, prompt, run_dir,
+                max_new_tokens=job.server.max_new_tokens, chunk_size=job.server.chunk_size, reward=reward,
+                max_server_failure_rate=job.eval.max_server_failure_rate,
             )
         finally:
-            close = getattr(engine, "close", None)
+            close = getattr(server, "close", None)
             if close is not None:
                 close()
         print_benchmark_summary(summary)

@@ -1,4 +1,4 @@
-"""The evaluation harness: judge every task of a benchmark through an inference engine, save each
+"""The evaluation harness: judge every task of a benchmark through a server, save each
 judgment as it comes, and score the records as the benchmark's authors do.
 
 Why it is built this way:
@@ -27,14 +27,14 @@ from typing import Any, Sequence
 
 from judge_rl.data.pairs import ChoiceItem, JudgeItem, PointwiseItem, PreferencePair, RatedAnswer
 from judge_rl.evaluation.benchmarks import Benchmark, Task
-from judge_rl.evaluation.engines import Completion
+from judge_rl.servers import Completion
 from judge_rl.prompts import Judgment
 from judge_rl.reports.console import console, progress_bar
 from judge_rl.reports.jsonl import open_for_append, read_jsonl
 from judge_rl.rewards import build_reward
 from judge_rl.rewards.base import PointwiseTruth
 
-ENGINE_ERROR = "engine error"
+SERVER_ERROR = "server error"
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
@@ -78,7 +78,7 @@ def judgment_fields(item: JudgeItem | PointwiseItem, j: Judgment, reward=None) -
 
 def parse_task(task: Task, completion: Completion) -> Judgment:
     if not completion.ok:
-        return Judgment.failure(f"{ENGINE_ERROR}: {completion.error}")
+        return Judgment.failure(f"{SERVER_ERROR}: {completion.error}")
     if isinstance(task.item, ChoiceItem):
         return task.prompt.parse(completion.text, n_answers=len(task.item.answers))
     return task.prompt.parse(completion.text)
@@ -91,7 +91,7 @@ def build_record(task: Task, key: str, completion: Completion, reward=None) -> d
         "request_key": key,
         "prompt_name": task.prompt.name,
         "output": completion.text,
-        "engine_error": completion.error or "",
+        "server_error": completion.error or "",
         "finished": completion.finished,
         **task.fields,
     }
@@ -111,7 +111,7 @@ def build_record(task: Task, key: str, completion: Completion, reward=None) -> d
 
 
 def _saved_completion(record: dict[str, Any]) -> Completion:
-    return Completion(text=record["output"], error=record.get("engine_error") or None, finished=record.get("finished", True))
+    return Completion(text=record["output"], error=record.get("server_error") or None, finished=record.get("finished", True))
 
 
 @dataclass
@@ -121,7 +121,7 @@ class JudgeRun:
 
 
 def judge_tasks(
-    engine,
+    server,
     tasks: Sequence[Task],
     path: Path,
     *,
@@ -133,20 +133,20 @@ def judge_tasks(
     """Records for `tasks`, in order: reused from `path`, answered from an identical request, or judged
     now (in chunks of `chunk_size` distinct requests, each chunk saved before the next is sent)."""
     messages = [t.prompt.messages(t.item) for t in tasks]
-    keys = [engine.request_key(m, max_new_tokens) for m in messages]
+    keys = [server.request_key(m, max_new_tokens) for m in messages]
     ids = [t.item_id for t in tasks]
     if len(set(ids)) != len(ids):
         dup = next(i for i, c in Counter(ids).items() if c > 1)
         raise ValueError(f"{label}: two tasks share the item id {dup!r}")
     saved = read_records(path)
-    answered = {r["request_key"]: r for r in saved.values() if not r.get("engine_error") and "request_key" in r}
+    answered = {r["request_key"]: r for r in saved.values() if not r.get("server_error") and "request_key" in r}
     records: list[dict[str, Any] | None] = [None] * len(tasks)
     pending: dict[str, list[int]] = {}
     fresh: list[int] = []  # records built from another item's answer: saved under their own id
     reused = 0
     for i, (task, key) in enumerate(zip(tasks, keys)):
         old = saved.get(task.item_id)
-        if old is not None and old.get("request_key") == key and not old.get("engine_error"):
+        if old is not None and old.get("request_key") == key and not old.get("server_error"):
             records[i] = build_record(task, key, _saved_completion(old), reward)
             reused += 1
         elif key in answered:
@@ -157,28 +157,28 @@ def judge_tasks(
     todo = list(pending)
     n_items_todo = sum(len(v) for v in pending.values())
     path.parent.mkdir(parents=True, exist_ok=True)
-    engine_failures = 0
+    server_failures = 0
     with progress_bar(f"{label}", len(todo)) as advance, open_for_append(path) as f:
         if fresh:
             f.writelines(json.dumps(records[i]) + "\n" for i in fresh)
-        if hasattr(engine, "on_batch"):
-            engine.on_batch = advance
+        if hasattr(server, "on_batch"):
+            server.on_batch = advance
         try:
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start : start + chunk_size]
-                completions = engine.complete([messages[pending[k][0]] for k in chunk], max_new_tokens=max_new_tokens)
-                if not hasattr(engine, "on_batch"):
+                completions = server.complete([messages[pending[k][0]] for k in chunk], max_new_tokens=max_new_tokens)
+                if not hasattr(server, "on_batch"):
                     advance(len(chunk))
                 for key, completion in zip(chunk, completions):
-                    engine_failures += not completion.ok
+                    server_failures += not completion.ok
                     for i in pending[key]:
                         records[i] = build_record(tasks[i], key, completion, reward)
                         f.write(json.dumps(records[i]) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
         finally:
-            if hasattr(engine, "on_batch"):
-                engine.on_batch = None
+            if hasattr(server, "on_batch"):
+                server.on_batch = None
     counts = {
         "items": len(tasks),
         "reused": reused,
@@ -186,15 +186,15 @@ def judge_tasks(
         "judged_now": n_items_todo,
         # items answered by an identical request instead of their own
         "deduplicated": len(fresh) + n_items_todo - len(todo),
-        "engine_failures": engine_failures,
+        "server_failures": server_failures,
     }
     return JudgeRun(records, counts)  # type: ignore[arg-type]
 
 
 def failure_reasons(records: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """Unparsed judge outputs by reason. A request the engine never answered has no output to parse: it
-    is an engine failure (`counts.engine_failures`), not a parse failure."""
-    reasons = Counter(r["parse_error"] for r in records if r["parse_error"] and not r.get("engine_error"))
+    """Unparsed judge outputs by reason. A request the server never answered has no output to parse: it
+    is a server failure (`counts.server_failures`), not a parse failure."""
+    reasons = Counter(r["parse_error"] for r in records if r["parse_error"] and not r.get("server_error"))
     return dict(reasons.most_common())
 
 
@@ -212,14 +212,14 @@ def record_unit(record: dict[str, Any]) -> str:
 
 
 class ScoreWithheld(RuntimeError):
-    """Too many requests got no answer from the engine for a score to stand; the summary was written."""
+    """Too many requests got no answer from the server for a score to stand; the summary was written."""
 
 
-def fit_context(engine, tasks: Sequence[Task], max_new_tokens: int, what: str) -> tuple[list[Task], dict[str, str]]:
-    """Leave out every unit with a task whose prompt, with `max_new_tokens`, exceeds the engine's model
-    context (engines that know it: `engine.too_long`), and say how many: such a request would run for
+def fit_context(server, tasks: Sequence[Task], max_new_tokens: int, what: str) -> tuple[list[Task], dict[str, str]]:
+    """Leave out every unit with a task whose prompt, with `max_new_tokens`, exceeds the server's model
+    context (servers that know it: `server.too_long`), and say how many: such a request would run for
     minutes and fail, taking the good requests of its chunk with it."""
-    too_long_fn = getattr(engine, "too_long", None)
+    too_long_fn = getattr(server, "too_long", None)
     if too_long_fn is None:
         return list(tasks), {}
     too_long: dict[str, str] = {}
@@ -240,11 +240,11 @@ def fit_context(engine, tasks: Sequence[Task], max_new_tokens: int, what: str) -
 
 
 def answered_units(units: Sequence[Any], records: Sequence[dict[str, Any]], max_failure_rate: float):
-    """Split off the units any of whose requests got no answer (an engine failure is not a verdict, and
+    """Split off the units any of whose requests got no answer (a server failure is not a verdict, and
     never takes a benchmark's credit for a tie or an unreadable output). Returns the units and records to
     score, and the `scoring` block of the summary: "complete" (every unit answered), "answered_only"
     (scores cover the answered units; failure rate <= max_failure_rate) or "withheld" (no score)."""
-    failed = {record_unit(r) for r in records if r.get("engine_error")}
+    failed = {record_unit(r) for r in records if r.get("server_error")}
     kept_units = [u for u in units if unit_key(u) not in failed]
     n_failed = len(units) - len(kept_units)
     rate = n_failed / len(units) if units else 0.0
@@ -259,12 +259,12 @@ def answered_units(units: Sequence[Any], records: Sequence[dict[str, Any]], max_
         "units": len(units),
         "units_scored": 0 if status == "withheld" else len(kept_units),
         "units_without_answer": n_failed,
-        "engine_failure_rate": rate,
-        "max_engine_failure_rate": max_failure_rate,
+        "server_failure_rate": rate,
+        "max_server_failure_rate": max_failure_rate,
     }
     if status == "withheld":
-        scoring["reason"] = (f"{n_failed} of {len(units)} units got no answer from the engine (rate {rate:.3f} > "
-                             f"eval.max_engine_failure_rate={max_failure_rate}): the score is withheld")
+        scoring["reason"] = (f"{n_failed} of {len(units)} units got no answer from the server (rate {rate:.3f} > "
+                             f"eval.max_server_failure_rate={max_failure_rate}): the score is withheld")
         return [], [], scoring
     return kept_units, [r for r in records if record_unit(r) not in failed], scoring
 
@@ -272,7 +272,7 @@ def answered_units(units: Sequence[Any], records: Sequence[dict[str, Any]], max_
 def evaluate_benchmark(
     benchmark: Benchmark,
     spec,
-    engine,
+    server,
     prompt,
     out_dir: Path,
     *,
@@ -280,25 +280,25 @@ def evaluate_benchmark(
     chunk_size: int = 64,
     reward=None,
     label: str | None = None,
-    max_engine_failure_rate: float = 0.0,
+    max_server_failure_rate: float = 0.0,
 ) -> dict[str, Any]:
     """Load, judge, score and save one benchmark; returns (and writes to out_dir/summary.json) the
     summary: official scores, harness diagnostics, the `scoring` status (which units the scores cover),
     counts, parse-failure reasons, timing. Scores cover only units whose every request was answered;
-    above `max_engine_failure_rate` unanswered units they are withheld (None)."""
+    above `max_server_failure_rate` unanswered units they are withheld (None)."""
     t0 = time.perf_counter()
     loaded = benchmark.load(spec)
     if loaded.skipped:
         console.print(f"[yellow]benchmark {spec.name}: skipped {len(loaded.skipped)} malformed rows, e.g. {loaded.skipped[0]}[/yellow]")
     if not loaded.units:
         raise ValueError(f"benchmark {spec.name}: {spec.path} gave no rows (subsets={list(spec.subsets)}, limit={spec.limit})")
-    tasks, too_long = fit_context(engine, benchmark.tasks(loaded.units, prompt, spec), max_new_tokens, f"benchmark {spec.name}")
+    tasks, too_long = fit_context(server, benchmark.tasks(loaded.units, prompt, spec), max_new_tokens, f"benchmark {spec.name}")
     units = [u for u in loaded.units if unit_key(u) not in too_long]
     run = judge_tasks(
-        engine, tasks, out_dir / "judgments.jsonl", max_new_tokens=max_new_tokens, chunk_size=chunk_size,
+        server, tasks, out_dir / "judgments.jsonl", max_new_tokens=max_new_tokens, chunk_size=chunk_size,
         label=label or f"judging {spec.name}", reward=reward,
     )
-    scored_units, scored_records, scoring = answered_units(units, run.records, max_engine_failure_rate)
+    scored_units, scored_records, scoring = answered_units(units, run.records, max_server_failure_rate)
     if scoring["status"] == "withheld":
         scores: dict[str, Any] = {"official": None, "harness": {"overall": {}, "by_subset": {}}}
     else:
@@ -308,7 +308,7 @@ def evaluate_benchmark(
         "benchmark": spec.name,
         "kind": benchmark.kind,
         "path": str(spec.path),
-        "judge": getattr(engine, "identity", repr(engine)),
+        "judge": getattr(server, "identity", repr(server)),
         "prompt": prompt.name,
         "max_new_tokens": max_new_tokens,
         "scoring": scoring,
@@ -318,7 +318,7 @@ def evaluate_benchmark(
             "units": len(loaded.units),
             "skipped_rows": len(loaded.skipped),
             "too_long_units": len(too_long),
-            "parse_failures": sum(bool(r["parse_error"]) and not r.get("engine_error") for r in run.records),
+            "parse_failures": sum(bool(r["parse_error"]) and not r.get("server_error") for r in run.records),
         },
         "parse_failure_reasons": failure_reasons(run.records),
         "skipped_rows": loaded.skipped[:20],
@@ -332,7 +332,7 @@ def evaluate_benchmark(
 
 
 def evaluate_pairs(
-    engine,
+    server,
     prompt,
     pairs: Sequence[PreferencePair],
     out_path: Path,
@@ -341,18 +341,18 @@ def evaluate_pairs(
     chunk_size: int = 64,
     reward=None,
     label: str = "eval",
-    max_engine_failure_rate: float = 0.0,
+    max_server_failure_rate: float = 0.0,
 ) -> dict[str, Any]:
     """Held-out pairs (the main job's `data.eval`): every pair in both orders, or each response alone for a
     pointwise prompt; returns overall and per-source metrics over the answered pairs (empty when
     withheld, see `answered_units`), the `scoring` status and the counts."""
     from judge_rl.evaluation.benchmarks.pairwise_sets import PairBenchmark, harness_metrics
 
-    tasks, too_long = fit_context(engine, PairBenchmark().tasks(pairs, prompt, spec=None), max_new_tokens, label)
-    run = judge_tasks(engine, tasks, out_path, max_new_tokens=max_new_tokens, chunk_size=chunk_size,
+    tasks, too_long = fit_context(server, PairBenchmark().tasks(pairs, prompt, spec=None), max_new_tokens, label)
+    run = judge_tasks(server, tasks, out_path, max_new_tokens=max_new_tokens, chunk_size=chunk_size,
                       label=f"judging ({label})", reward=reward)
     kept = [p for p in pairs if p.pair_id not in too_long]
-    _, scored_records, scoring = answered_units(kept, run.records, max_engine_failure_rate)
+    _, scored_records, scoring = answered_units(kept, run.records, max_server_failure_rate)
     metrics = harness_metrics(scored_records)
     return {
         "overall": metrics["overall"],

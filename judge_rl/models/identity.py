@@ -1,7 +1,7 @@
 """What a judge *is*, as a short hash: its architecture config and the content of its weights.
 
 The evaluation harness keys every saved judgment by the judge's identity, the rendered prompt and the
-decoding settings (`evaluation.engines.*.request_key`). Names and paths are not identities: the same
+decoding settings (`servers.*.request_key`). Names and paths are not identities: the same
 `rl_model/` directory holds other weights after another training run, and two tiny random models of
 one name differ by seed and shape. So the key carries a content hash:
 - `weights_fingerprint(model)`: a loaded torch model (config without paths or versions, then every

@@ -38,7 +38,7 @@ def print_benchmark_summary(summary: dict[str, Any]) -> None:
         console.print(f"[red]{summary['benchmark']}: no score: {scoring['reason']}[/red]")
     elif scoring.get("status") == "answered_only":
         console.print(f"[yellow]{summary['benchmark']}: scores cover the {scoring['units_scored']} of {scoring['units']} "
-                      f"units the engine answered ({scoring['units_without_answer']} got no answer)[/yellow]")
+                      f"units the server answered ({scoring['units_without_answer']} got no answer)[/yellow]")
     if summary["official"] is not None:
         _print_official(summary)
     _print_harness(summary)
@@ -71,7 +71,7 @@ def _print_harness(summary: dict[str, Any]) -> None:
     c = summary["counts"]
     console.print(
         f"{c['items']} judgments: {c['judged_now']} judged now ({c['requests_sent']} requests), {c['reused']} reused, "
-        f"{c['deduplicated']} answered by an identical request; {c['engine_failures']} engine failures, "
+        f"{c['deduplicated']} answered by an identical request; {c['server_failures']} server failures, "
         f"{c['parse_failures']} unparsed; {c['skipped_rows']} malformed rows skipped, {c.get('too_long_units', 0)} units "
         f"too long for the judge's context; {summary['seconds']:.0f} s"
     )

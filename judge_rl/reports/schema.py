@@ -140,10 +140,10 @@ def bootstrap_ci(values: Sequence[float], *, n_boot: int = 2000, seed: int = 0, 
 def per_pair_values(records: Iterable[dict[str, Any]], metric: str) -> list[float]:
     """Per-pair values whose mean is `metric` (the unit a bootstrap resamples): a pair's share of right
     verdicts (accuracy), right in both orders (consistent_accuracy), or the chosen response scored strictly
-    higher (pairwise_accuracy, pointwise records). Records without an engine answer are left out."""
+    higher (pairwise_accuracy, pointwise records). Records without a server answer are left out."""
     by_pair: dict[str, list[dict]] = defaultdict(list)
     for r in records:
-        if r.get("engine_error") or "pair_id" not in r:
+        if r.get("server_error") or "pair_id" not in r:
             continue
         by_pair[r["pair_id"]].append(r)
     out = []

@@ -6,7 +6,7 @@ order where the better response is shown at (a) is paired with sample k of the s
 right verdict keeps its reward only when its partner is right too; otherwise it scores as a wrong
 verdict. A judge that always names (a) is therefore never paid, which is the failure the
 foundation run showed. Per-sample scoring is Think-J's strength reward (same prompt, same weights);
-the pairing is applied by `combine`, which the engine calls on each group.
+the pairing is applied by `combine`, which the backend calls on each group.
 """
 
 from __future__ import annotations

@@ -1,5 +1,2 @@
-"""Updates: turn scored rollouts into weight changes (local engine) or a thinking-initialisation SFT."""
-
-from judge_rl.registry import Registry
-
-ENGINES: Registry = Registry("engine")
+"""Updates: the math that turns data into weight changes, shared by the backends (batched log-probs)
+and the thinking-initialisation SFT."""

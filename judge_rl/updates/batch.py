@@ -86,7 +86,7 @@ def response_log_probs(
     model, batch: RolloutBatch, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probs (and entropies) of the response tokens over the padded batch; logits scaled by the sampling
-    temperature as verl does. The definition `shared_prefix_log_probs` (what the engine runs) is tested against."""
+    temperature as verl does. The definition `shared_prefix_log_probs` (what the local backend runs) is tested against."""
     R = batch.responses.shape[1]
     # Only the last R + 1 positions predict response tokens: skipping the LM head over the prompt
     # saves a large share of the compute with a 49k-token vocabulary.

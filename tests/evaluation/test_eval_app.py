@@ -1,5 +1,5 @@
 """`python -m judge_rl.eval`: composed with Hydra's compose API, run through `run_eval`, on the real
-LLMBar-Natural file, with the hf engine and with the openai engine against the project's own server."""
+LLMBar-Natural file, with the hf server and with the openai server against the project's own server."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from omegaconf.errors import MissingMandatoryValue
 
 from judge_rl.config import ModelConfig
 from judge_rl.evaluation.app import run_eval
-from judge_rl.evaluation.engines.server import ChatCompletionServer
+from judge_rl.servers.http import ChatCompletionServer
 from judge_rl.evaluation.harness import ScoreWithheld
 from judge_rl.rundir import RunDirError
 from judge_rl.models.loading import load_model, load_tokenizer
 
 from conftest import CACHE_DIR, CONF_DIR
 
-TINY = ["model=tiny-random", "benchmark=llmbar_natural", "benchmark.limit=2", "engine.max_new_tokens=4"]
+TINY = ["model=tiny-random", "benchmark=llmbar_natural", "benchmark.limit=2", "server.max_new_tokens=4"]
 
 
 def compose_eval(overrides: list[str]):
@@ -73,13 +73,13 @@ def test_a_dead_endpoint_withholds_the_score_and_fails(tmp_path):
     with socket.socket() as s:  # a port with nothing listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    overrides = ["model=tiny-random", "engine=openai", f"engine.base_url=http://127.0.0.1:{port}/v1", "engine.max_retries=0",
+    overrides = ["model=tiny-random", "server=openai", f"server.base_url=http://127.0.0.1:{port}/v1", "server.max_retries=0",
                  "benchmark=rewardbench", f"benchmark.path={path}", f"run_dir={tmp_path / 'run'}"]
-    with pytest.raises(ScoreWithheld, match="4 of 4 units got no answer from the engine"):
+    with pytest.raises(ScoreWithheld, match="4 of 4 units got no answer from the server"):
         run_eval(compose_eval(overrides))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["official"] is None and summary["scoring"]["status"] == "withheld"
-    assert summary["counts"]["engine_failures"] == 8
+    assert summary["counts"]["server_failures"] == 8
     assert json.loads((tmp_path / "run" / "status.json").read_text())["status"] == "failed"
 
 
@@ -92,7 +92,7 @@ def test_an_over_long_row_is_left_out_and_the_good_rows_are_judged(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     t = time.perf_counter()
     summary = run_eval(compose_eval(["model=tiny-random", "benchmark=preference", f"benchmark.path={path}",
-                                     "engine.max_new_tokens=4", f"run_dir={tmp_path / 'run'}"]))
+                                     "server.max_new_tokens=4", f"run_dir={tmp_path / 'run'}"]))
     assert time.perf_counter() - t < 120
     assert summary["counts"]["too_long_units"] == 1 and summary["counts"]["items"] == 6
     assert summary["harness"]["overall"]["n_pairs"] == 3 and summary["scoring"]["status"] == "complete"
@@ -119,42 +119,42 @@ def tiny_server():
 
 def test_eval_app_through_an_openai_endpoint(tmp_path, shared_data, tiny_server):
     server = tiny_server()
-    overrides = [*TINY, "engine=openai", f"engine.base_url={server.base_url}", "engine.max_new_tokens=4",
-                 "engine.backoff_s=0", f"run_dir={tmp_path}"]
+    overrides = [*TINY, "server=openai", f"server.base_url={server.base_url}", "server.max_new_tokens=4",
+                 "server.backoff_s=0", f"run_dir={tmp_path}"]
     summary = run_eval(compose_eval(overrides))
-    assert summary["counts"]["engine_failures"] == 0 and summary["counts"]["requests_sent"] == 4
+    assert summary["counts"]["server_failures"] == 0 and summary["counts"]["requests_sent"] == 4
     assert summary["judge"].startswith("openai:")
 
     # a server that answers 500 to everything: four failures, counted, reported, never a verdict: no score
     broken = tiny_server(fail_first_n=1000)
     with pytest.raises(ScoreWithheld):
-        run_eval(compose_eval([*overrides[:-1], f"engine.base_url={broken.base_url}", "engine.max_retries=1",
+        run_eval(compose_eval([*overrides[:-1], f"server.base_url={broken.base_url}", "server.max_retries=1",
                                f"run_dir={tmp_path / 'broken'}"]))
     failed = json.loads((tmp_path / "broken" / "summary.json").read_text())
-    assert failed["counts"]["engine_failures"] == 4 and failed["parse_failure_reasons"] == {}
+    assert failed["counts"]["server_failures"] == 4 and failed["parse_failure_reasons"] == {}
     assert failed["official"] is None and failed["harness"]["overall"] == {}
 
-    # the first two requests fail (concurrency 1, no retry): with eval.max_engine_failure_rate=0.5 the
+    # the first two requests fail (concurrency 1, no retry): with eval.max_server_failure_rate=0.5 the
     # score stands on the answered pair and says so
     flaky = tiny_server(fail_first_n=2)
-    partial = run_eval(compose_eval([*overrides[:-1], f"engine.base_url={flaky.base_url}", "engine.max_retries=0",
-                                     "engine.concurrency=1", "eval.max_engine_failure_rate=0.5",
+    partial = run_eval(compose_eval([*overrides[:-1], f"server.base_url={flaky.base_url}", "server.max_retries=0",
+                                     "server.concurrency=1", "eval.max_server_failure_rate=0.5",
                                      f"run_dir={tmp_path / 'flaky'}"]))
-    assert partial["counts"]["engine_failures"] == 2 and partial["scoring"]["status"] == "answered_only"
+    assert partial["counts"]["server_failures"] == 2 and partial["scoring"]["status"] == "answered_only"
     assert partial["scoring"]["units_scored"] == 2 - partial["scoring"]["units_without_answer"] >= 1
     assert partial["harness"]["overall"]["n_pairs"] == partial["scoring"]["units_scored"]
 
     # the project's server refuses a prompt longer than its model's context, as vLLM's does
-    from judge_rl.evaluation.engines import OpenAIEngine
+    from judge_rl.servers import OpenAIServer
 
-    with OpenAIEngine(server.base_url, "tiny-random", max_retries=0) as engine:
-        (too_long,) = engine.complete([[{"role": "user", "content": "word " * 3000}]], max_new_tokens=4)
+    with OpenAIServer(server.base_url, "tiny-random", max_retries=0) as server:
+        (too_long,) = server.complete([[{"role": "user", "content": "word " * 3000}]], max_new_tokens=4)
     assert not too_long.ok and "HTTP 400" in too_long.error and "maximum context length is 2048" in too_long.error
 
 
 def test_eval_config_errors_fail_before_any_model_loads(tmp_path):
     with pytest.raises((ValueError, MissingMandatoryValue), match="base_url"):
-        run_eval(compose_eval([*TINY, "engine=openai", f"run_dir={tmp_path}"]))
+        run_eval(compose_eval([*TINY, "server=openai", f"run_dir={tmp_path}"]))
     with pytest.raises((ValueError, MissingMandatoryValue), match="path"):
         run_eval(compose_eval([*TINY, "benchmark=pandalm", f"run_dir={tmp_path}"]))
     with pytest.raises(KeyError, match="unknown prompt 'nope'"):

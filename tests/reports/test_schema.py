@@ -22,13 +22,13 @@ from judge_rl.reports.schema import (
 from judge_rl.rundir import write_status
 
 
-def rec(pair, pos, correct, winner=None, engine_error=""):
+def rec(pair, pos, correct, winner=None, server_error=""):
     return {"pair_id": pair, "chosen_position": pos, "correct": correct, "parse_error": "",
-            "winner": winner or (pos if correct else ("b" if pos == "a" else "a")), "engine_error": engine_error}
+            "winner": winner or (pos if correct else ("b" if pos == "a" else "a")), "server_error": server_error}
 
 
 RECORDS = [rec("p1", "a", True), rec("p1", "b", True), rec("p2", "a", True), rec("p2", "b", False),
-           rec("p3", "a", False), rec("p3", "b", False), rec("p4", "a", True, engine_error="timeout")]
+           rec("p3", "a", False), rec("p3", "b", False), rec("p4", "a", True, server_error="timeout")]
 
 
 def test_per_pair_values_are_the_units_of_the_headline_metrics():

@@ -16,7 +16,7 @@ from judge_rl.app import run
 from judge_rl.config import AlgorithmConfig, KLControlConfig, to_job_config
 from judge_rl.rewards import register_reward
 from judge_rl.updates.batch import token_level_scores
-from judge_rl.updates.local_engine import apply_kl_penalty, compute_advantages
+from judge_rl.backends.local.backend import apply_kl_penalty, compute_advantages
 
 from conftest import CONF_DIR, TINY_RUN, compose_config
 
@@ -24,7 +24,7 @@ from conftest import CONF_DIR, TINY_RUN, compose_config
 @dataclass(frozen=True)
 class LengthSignal:
     """A test reward that varies for an untrained model (which never writes a verdict), so the
-    engines have a non-zero learning signal: the output length modulo 7, scaled to [0, 1]."""
+    backends have a non-zero learning signal: the output length modulo 7, scaled to [0, 1]."""
 
     name: ClassVar[str] = "test_length_signal"
     prompt: ClassVar[str] = "strength"
@@ -95,7 +95,7 @@ def test_kl_in_reward_uses_the_controller():
     old = torch.full(MASK.shape, -1.0)
     ref = torch.full(MASK.shape, -1.5)
     algo = AlgorithmConfig(use_kl_in_reward=True, use_kl_loss=False, kl_ctrl=KLControlConfig(kl_coef=0.1))
-    from judge_rl.updates.local_engine import verl_algo_config
+    from judge_rl.backends.algorithm import verl_algo_config
 
     ctrl = core_algos.get_kl_controller(verl_algo_config(algo).kl_ctrl)
     out, metrics = apply_kl_penalty(rewards, old, ref, MASK, ctrl, "kl")

@@ -1,7 +1,7 @@
 """Every benchmark end to end on tiny hand-made files in its published format: rows -> tasks -> a
 scripted judge's raw text -> the real parsers -> records -> the authors' scores, computed by hand.
 
-The scripted judge is an engine whose verdicts follow a rule read from the question (always right,
+The scripted judge is a server whose verdicts follow a rule read from the question (always right,
 always "[[A]]", unreadable, longer-is-better, ...), so that every official formula can be checked
 against a number worked out by hand; the model-driven path is covered by the harness and app tests.
 """
@@ -17,7 +17,7 @@ import pytest
 
 from judge_rl.config import BenchmarkConfig
 from judge_rl.evaluation.benchmarks import get_benchmark
-from judge_rl.evaluation.engines import Completion, stable_hash
+from judge_rl.servers import Completion, stable_hash
 from judge_rl.evaluation.harness import evaluate_benchmark
 from judge_rl.prompts import get_prompt
 
@@ -66,10 +66,10 @@ def write_jsonl(path, rows):
 
 
 def run(tmp_path, kind, path, prompt=PAIRWISE, **spec):
-    engine = ScriptedJudge()
+    server = ScriptedJudge()
     cfg = BenchmarkConfig(name=kind, kind=kind, path=str(path), **spec)
-    summary = evaluate_benchmark(get_benchmark(kind), cfg, engine, prompt, tmp_path / "out", max_new_tokens=16)
-    return summary, engine
+    summary = evaluate_benchmark(get_benchmark(kind), cfg, server, prompt, tmp_path / "out", max_new_tokens=16)
+    return summary, server
 
 
 # ----------------------------------------------------------------------------- RewardBench v1
@@ -88,7 +88,7 @@ def test_rewardbench_sections_from_judge_outputs(tmp_path):
         rb_row(3, "math-prm", "garbage"),  # unreadable: 0.5 ("effectively a tie")
         rb_row(4, "hep-python", "wrong"),
     ])
-    summary, engine = run(tmp_path, "rewardbench", path)
+    summary, server = run(tmp_path, "rewardbench", path)
     off = summary["official"]
     assert off["subsets"] == {"alpacaeval-easy": 1.0, "llmbar-natural": 0.5, "math-prm": 0.5, "hep-python": 0.0}
     assert off["sections"]["Chat"] == 1.0 and off["sections"]["Chat Hard"] == 0.5
@@ -101,7 +101,7 @@ def test_rewardbench_sections_from_judge_outputs(tmp_path):
     assert llmbar["position_consistency"] == 0.0
     assert summary["harness"]["by_subset"]["math-prm"]["parse_failure_rate"] == 1.0
     assert summary["parse_failure_reasons"] == {"no [[X]] verdict": 2}
-    assert engine.requests == 10 and summary["counts"]["items"] == 10
+    assert server.requests == 10 and summary["counts"]["items"] == 10
 
 
 def test_rewardbench_subset_filter_and_malformed_row_named(tmp_path):
@@ -130,7 +130,7 @@ def test_rmbench_matrix_orientation_with_a_length_biased_judge(tmp_path):
     ]
     path = tmp_path / "total_dataset.json"
     path.write_text(json.dumps(rows))
-    summary, engine = run(tmp_path, "rmbench", path)
+    summary, server = run(tmp_path, "rmbench", path)
     off = summary["official"]
     assert set(off["domains"]) == {"chat", "safety"}
     for d in off["domains"].values():
@@ -139,7 +139,7 @@ def test_rmbench_matrix_orientation_with_a_length_biased_judge(tmp_path):
     assert off["overall"]["normal_acc"] == 0.5 and off["overall"]["easy_acc"] == 1.0
     # the two rows differ only in domain: their 18 judge requests are identical and sent once
     assert summary["counts"]["items"] == 2 * 9 * 2
-    assert engine.requests == 18 and summary["counts"]["deduplicated"] == 18
+    assert server.requests == 18 and summary["counts"]["deduplicated"] == 18
 
 
 def test_rmbench_rejects_rows_without_three_styles(tmp_path):
@@ -285,14 +285,14 @@ def test_rewardbench2_choice_ratings_and_ties(tmp_path):
         rb2_row("ref:7", "Ties", "right", 1, 2, ratings=[9, 2, 2]),
         rb2_row("tied:7", "Ties", "right", 2, 1, ratings=[9, 8, 2]),
     ])
-    summary, engine = run(tmp_path, "rewardbench2", path, options={"mode": "choice", "seed": 3})
+    summary, server = run(tmp_path, "rewardbench2", path, options={"mode": "choice", "seed": 3})
     off = summary["official"]
     assert off["subsets"]["Focus"] == pytest.approx((1 + 0.25) / 2) and off["subsets"]["Math"] == 0.0
     # ref: accurate, ci 7; tied: accurate, diff 1, ci 6 -> 0.3 + 0.3 + 0.2 + 0.2 + 0.01 tanh(6/1 - 1)
     assert off["ties"]["score"] == pytest.approx(1.0 + 0.01 * math.tanh(5))
     assert off["overall"] == pytest.approx((0.625 + 0.0 + off["ties"]["score"]) / 3)
     assert off["missing_subsets"] == ["Factuality", "Precise IF", "Safety"]
-    assert engine.requests == 3 + 3 + 3  # one 4-way request per non-Ties row, one rating per Ties answer
+    assert server.requests == 3 + 3 + 3  # one 4-way request per non-Ties row, one rating per Ties answer
     # the correct answer sits in a seeded random slot and is mapped back
     recs = [json.loads(x) for x in (tmp_path / "out" / "judgments.jsonl").read_text().splitlines()]
     focus = next(r for r in recs if r["unit_id"] == "1")
@@ -359,11 +359,11 @@ def test_real_files_load(shared_data, file, kind, pairs, skipped):
     assert len(tasks) == 2 * pairs and len({t.item_id for t in tasks}) == 2 * pairs
 
 
-# ----------------------------------------------------------------------------- engine failures
+# ----------------------------------------------------------------------------- server failures
 
 
 class FlakyJudge(ScriptedJudge):
-    """The scripted judge behind an engine that gets no answer for questions with rule=down."""
+    """The scripted judge behind a server that gets no answer for questions with rule=down."""
 
     def complete(self, batch, *, max_new_tokens):
         self.requests += len(batch)
@@ -374,10 +374,10 @@ class FlakyJudge(ScriptedJudge):
 def flaky_run(tmp_path, kind, path, max_rate, prompt=PAIRWISE, **spec):
     cfg = BenchmarkConfig(name=kind, kind=kind, path=str(path), **spec)
     return evaluate_benchmark(get_benchmark(kind), cfg, FlakyJudge(), prompt, tmp_path, max_new_tokens=16,
-                              max_engine_failure_rate=max_rate)
+                              max_server_failure_rate=max_rate)
 
 
-def test_an_engine_failure_never_takes_rewardbenchs_tie_credit(tmp_path):
+def test_a_server_failure_never_takes_rewardbenchs_tie_credit(tmp_path):
     """On today's main an unanswered request scored 0.5 ("tie or error") and the subset read 0.833."""
     path = write_jsonl(tmp_path / "rb.jsonl", [
         rb_row(0, "alpacaeval-easy", "right"),
@@ -390,7 +390,7 @@ def test_an_engine_failure_never_takes_rewardbenchs_tie_credit(tmp_path):
     scoring = withheld["scoring"]
     assert scoring["status"] == "withheld" and scoring["units_without_answer"] == 1 and scoring["units"] == 4
     assert "1 of 4 units got no answer" in scoring["reason"]
-    assert withheld["counts"]["engine_failures"] == 2 and withheld["parse_failure_reasons"] == {"no [[X]] verdict": 2}
+    assert withheld["counts"]["server_failures"] == 2 and withheld["parse_failure_reasons"] == {"no [[X]] verdict": 2}
     saved = json.loads((tmp_path / "strict" / "summary.json").read_text())
     assert saved["official"] is None and saved["scoring"]["status"] == "withheld"
 

@@ -1,0 +1,198 @@
+"""The online RL loop of the local backend: steps, checkpoints, resume.
+
+Step k draws its prompts from a seeded permutation of the training items and seeds sampling with
+(seed, k), so a resumed run makes exactly the draws the uninterrupted run would have made. A
+checkpoint (policy, critic, optimizers, KL controller, step) is written every `save_every` steps into
+`checkpoints/global_step_<k>/`, and `latest_checkpointed_iteration.txt` (verl's file name) is
+updated only after it is complete, so a crash mid-save falls back to the previous one.
+
+With `trainer.eval_every=K` (and an `eval_fn` from the app), the live policy also judges the held-out
+pairs every K steps and at the last; its `val/*` metrics join that step's line of metrics.jsonl. The
+evaluation leaves no trace on training: the RNG states are forked around it and the policy's train/eval
+mode is restored, so a run with it logs the same training metrics as a run without, and resumes exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from judge_rl.config import JobConfig
+from judge_rl.data.pairs import JudgeItem
+from judge_rl.models.loading import load_model, load_tokenizer, load_value_model, resolve_device, save_model
+from judge_rl.reports.console import console, progress_bar
+from judge_rl.backends import BACKENDS
+from judge_rl.backends.local.backend import LocalBackend
+
+LATEST = "latest_checkpointed_iteration.txt"
+TRAINED_STATE = "judge_rl_trained.json"  # in rl_model/: the init and step count it was trained with
+
+
+@dataclass
+class RLResult:
+    model_dir: Path
+    history: list[dict[str, float]] = field(default_factory=list)
+    resumed_from: int = 0
+
+
+def step_items(items: Sequence[JudgeItem], step: int, per_step: int, seed: int) -> list[JudgeItem]:
+    """The prompts of step `step` (1-based): consecutive slices of a per-epoch seeded permutation."""
+    n = len(items)
+    out = []
+    for k in range((step - 1) * per_step, step * per_step):
+        epoch, pos = divmod(k, n)
+        perm = np.random.default_rng([seed, epoch]).permutation(n)
+        out.append(items[perm[pos]])
+    return out
+
+
+def latest_checkpoint(ckpt_root: Path) -> tuple[int, Path] | None:
+    marker = ckpt_root / LATEST
+    if not marker.exists():
+        return None
+    step = int(marker.read_text().strip())
+    path = ckpt_root / f"global_step_{step}"
+    return (step, path) if (path / "trainer_state.json").exists() else None
+
+
+def read_trained_state(final_dir: Path) -> dict[str, Any] | None:
+    """What a finished `rl_model/` was trained from and for how many steps (None: no finished model)."""
+    if not (final_dir / "config.json").exists():
+        return None
+    marker = final_dir / TRAINED_STATE
+    return json.loads(marker.read_text()) if marker.exists() else {"init": "unknown", "total_steps": "unknown"}
+
+
+def save_checkpoint(backend: LocalBackend, tokenizer, ckpt_root: Path, step: int, keep: int, init: str = "base") -> Path:
+    path = ckpt_root / f"global_step_{step}"
+    path.mkdir(parents=True, exist_ok=True)
+    save_model(backend.policy, tokenizer, path / "model")
+    if backend.critic is not None:
+        save_model(backend.critic, tokenizer, path / "critic")
+    torch.save(backend.state_dict(), path / "trainer_state.pt")
+    (path / "trainer_state.json").write_text(json.dumps({"global_step": step, "init": init}))
+    tmp = ckpt_root / (LATEST + ".tmp")
+    tmp.write_text(str(step))
+    tmp.replace(ckpt_root / LATEST)
+    steps = sorted(int(p.name.rsplit("_", 1)[1]) for p in ckpt_root.glob("global_step_*"))
+    for old in steps[:-keep] if keep > 0 else []:
+        shutil.rmtree(ckpt_root / f"global_step_{old}", ignore_errors=True)
+    return path
+
+
+def eval_due(step: int, total: int, every: int) -> bool:
+    """Whether the periodic held-out evaluation runs after step `step`: every `every` steps and at the last."""
+    return every > 0 and (step % every == 0 or step == total)
+
+
+def evaluate_live(eval_fn: Callable[[Any, int], dict[str, float]], model, step: int) -> dict[str, float]:
+    """`eval_fn(model, step)` on the policy in the middle of training, leaving no trace on the run: every
+    RNG it could draw from (torch's CPU and the model's CUDA device, numpy's and Python's global ones) is
+    restored afterwards, so later sampling makes the draws it would have made without the evaluation, and
+    the model goes back to the train/eval mode it was in."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    np_state, py_state = np.random.get_state(), random.getstate()
+    try:
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+            model.eval()
+            return dict(eval_fn(model, step))
+    finally:
+        model.train(was_training)
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+
+
+@BACKENDS.register("local")
+def train_local(
+    job: JobConfig,
+    init_model: Path | None,
+    items: Sequence[JudgeItem],
+    messages_fn: Callable[[JudgeItem], list[dict[str, str]]],
+    score_fn: Callable[..., dict[str, Any]],
+    log: Callable[[dict[str, float], int], None],
+    run_dir: Path,
+    group_fn: Callable | None = None,
+    eval_fn: Callable[[Any, int], dict[str, float]] | None = None,
+) -> RLResult:
+    """RL on the local backend. `eval_fn(policy, step)`, when given, evaluates the live policy on held-out
+    pairs every `trainer.eval_every` steps and at the last (see `evaluate_live`); what it returns is
+    logged with that step's metrics."""
+    final_dir = run_dir / "rl_model"
+    ckpt_root = run_dir / "checkpoints"
+    # what this training starts from; a checkpoint or final model made from another init is never continued
+    origin = {"init": Path(init_model).name if init_model is not None else "base", "total_steps": job.trainer.total_steps}
+    finished = read_trained_state(final_dir)
+    if finished is not None:
+        if finished == origin:
+            console.print(f"[dim]rl: finished model found in {final_dir}, skipping training[/dim]")
+            return RLResult(final_dir)
+        raise ValueError(f"{final_dir} was trained from {finished}, this run asks for {origin}: "
+                         "use another run_dir, or resume=false to start afresh")
+    if job.cluster.threads:
+        torch.set_num_threads(job.cluster.threads)
+    device = resolve_device(job.cluster.device)
+    tokenizer = load_tokenizer(job.model, job.cache_dir)
+    start = 0
+    found = latest_checkpoint(ckpt_root)
+    policy_source = init_model
+    if found:
+        start, path = found
+        saved_init = json.loads((path / "trainer_state.json").read_text()).get("init", origin["init"])
+        if saved_init != origin["init"]:
+            raise ValueError(f"{path} continues RL from {saved_init}, this run starts from {origin['init']} "
+                             "(was the sft stage dropped or changed?): use another run_dir, or resume=false")
+        policy_source = path / "model"
+        console.print(f"[yellow]rl: resuming from {path} (step {start})[/yellow]")
+    policy = load_model(job.model, job.cache_dir, device, checkpoint=policy_source, seed=job.seed)
+    needs_ref = job.algorithm.use_kl_loss or job.algorithm.use_kl_in_reward
+    reference = load_model(job.model, job.cache_dir, device, checkpoint=init_model, seed=job.seed) if needs_ref else None
+    critic = None
+    if job.algorithm.critic.enabled:
+        critic_source = found[1] / "critic" if found else init_model
+        critic = load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source, seed=job.seed)
+    backend = LocalBackend(
+        policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn, critic, group_fn=group_fn
+    )
+    if found:
+        backend.load_state_dict(torch.load(found[1] / "trainer_state.pt", map_location=device))
+        backend.global_step = start
+
+    result = RLResult(final_dir, resumed_from=start)
+    total = job.trainer.total_steps
+    with progress_bar("rl", total) as advance:
+        advance(start)
+        for step in range(start + 1, total + 1):
+            torch.manual_seed(job.seed * 1_000_003 + step)
+            metrics = backend.step(step_items(items, step, job.trainer.prompts_per_step, job.seed))
+            metrics["training/global_step"] = float(step)
+            if eval_fn is not None and eval_due(step, total, job.trainer.eval_every):
+                # before the step is logged and checkpointed: a crash here redoes the step, and the
+                # redone policy (same draws, same weights) finds its saved judgments
+                t = time.perf_counter()
+                metrics.update(evaluate_live(eval_fn, backend.policy, step))
+                metrics["timing_s/testing"] = time.perf_counter() - t  # verl's name for validation time
+            result.history.append(metrics)
+            log(metrics, step)
+            val_acc = metrics.get("val/accuracy", metrics.get("val/score_accuracy"))  # pairwise / pointwise
+            val = f"  val acc {val_acc:.2f}" if isinstance(val_acc, float) else ""
+            console.print(
+                f"rl step {step}/{total}: score {metrics['critic/score/mean']:.3f}  "
+                f"acc {metrics.get('reward/correct', float('nan')):.2f}  "
+                f"parse-fail {metrics['reward/parse_failure_rate']:.2f}  "
+                f"pg_loss {metrics.get('actor/pg_loss', float('nan')):+.4f}  {metrics['timing_s/step']:.1f}s{val}"
+            )
+            if step % job.trainer.save_every == 0 or step == total:
+                save_checkpoint(backend, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"])
+            advance(1)
+    save_model(backend.policy, tokenizer, final_dir)
+    (final_dir / TRAINED_STATE).write_text(json.dumps(origin))
+    return result

@@ -1,0 +1,162 @@
+"""judge_rl pairs -> verl's RL parquet (what `verl.utils.dataset.rl_dataset.RLHFDataset` reads).
+
+What: one row per judge item, in verl's RL data schema:
+
+  data_source   the pair's source (e.g. "synthetic/train"); verl passes it to compute_score
+  prompt        the judge prompt as chat messages, a list of {"role", "content"}: verl's agent loop
+                applies the model's chat template to it (data.prompt_key = "prompt")
+  ability       "judge"
+  reward_model  {"style": "rule", "ground_truth": <JSON text of the item's label>}; verl's reward
+                manager passes reward_model["ground_truth"] to compute_score, which reads JSON text
+  extra_info    {"index", "pair_id", "item_id", "reward_name"}; verl passes it as compute_score's
+                extra_info (compute_score falls back to extra_info["reward_name"])
+
+Which items: a pairwise prompt judges each pair once, the better response at (a) for exactly half of
+them (`balanced_positions`, seeded: the same split the local backend trains on); `orders="both"`
+writes both orders of every pair instead (held-out data: judge_rl evaluates both orders). A pointwise
+prompt (`prompt.kind == "pointwise"`) judges each response of a pair alone (`pointwise_items`).
+
+Why JSON text for the ground truth: parquet needs one type per column, and labels differ by prompt
+kind (`{"winner", "strength"}` with a null strength for unlabelled sources, or `{"label", "scale"}`);
+a string column holds them all and compute_score parses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from judge_rl.data.pairs import PreferencePair, balanced_positions, both_orders, pointwise_items
+
+ABILITY = "judge"
+JUDGING_MODES = ("pairwise", "pointwise")
+ORDERS = ("balanced", "both")
+
+
+def reward_module_path() -> str:
+    """Absolute path of judge_rl/rewards/__init__.py, the file verl imports `compute_score` from
+    (reward.custom_reward_function.path)."""
+    import judge_rl.rewards
+
+    return str(Path(judge_rl.rewards.__file__).resolve())
+
+
+def judge_items(
+    pairs: Sequence[PreferencePair], prompt, *, seed: int, mode: str | None = None, orders: str = "balanced"
+):
+    """The items a judge sees for `pairs` under `prompt` (see the module docstring)."""
+    kind = getattr(prompt, "kind", None)
+    mode = kind if mode is None else mode
+    if mode not in JUDGING_MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {JUDGING_MODES}")
+    if mode != kind:
+        raise ValueError(f"mode={mode!r} but prompt {getattr(prompt, 'name', prompt)!r} is a {kind} prompt")
+    if orders not in ORDERS:
+        raise ValueError(f"orders={orders!r}: expected one of {ORDERS}")
+    if mode == "pointwise":
+        return pointwise_items(pairs)
+    return balanced_positions(pairs, seed) if orders == "balanced" else both_orders(pairs)
+
+
+def judge_rows(
+    pairs: Sequence[PreferencePair],
+    prompt,
+    *,
+    seed: int,
+    reward_name: str,
+    mode: str | None = None,
+    orders: str = "balanced",
+) -> list[dict[str, Any]]:
+    """verl RL rows (plain dicts, the parquet's records) for `pairs` judged with `prompt`."""
+    rows = []
+    for index, item in enumerate(judge_items(pairs, prompt, seed=seed, mode=mode, orders=orders)):
+        messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt.messages(item)]
+        rows.append(
+            {
+                "data_source": item.pair.source,
+                "prompt": messages,
+                "ability": ABILITY,
+                "reward_model": {"style": "rule", "ground_truth": json.dumps(item.ground_truth, sort_keys=True)},
+                "extra_info": {
+                    "index": index,
+                    "pair_id": item.pair.pair_id,
+                    "item_id": item.item_id,
+                    "reward_name": reward_name,
+                },
+            }
+        )
+    return rows
+
+
+def export_parquet(
+    pairs: Sequence[PreferencePair],
+    prompt,
+    path: str | os.PathLike,
+    *,
+    seed: int,
+    reward_name: str,
+    mode: str | None = None,
+    orders: str = "balanced",
+) -> int:
+    """Write verl's RL parquet for `pairs` to `path` (atomically); returns the number of rows.
+
+    mode: the judging mode, "pairwise" or "pointwise"; it must match `prompt.kind` (None: take it from
+    the prompt). orders: "balanced" (training: one order per pair, half each) or "both" (held-out).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = judge_rows(pairs, prompt, seed=seed, reward_name=reward_name, mode=mode, orders=orders)
+    if not rows:
+        raise ValueError("no pairs to export")
+    schema = pa.schema(
+        [
+            ("data_source", pa.string()),
+            ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+            ("ability", pa.string()),
+            ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+            (
+                "extra_info",
+                pa.struct(
+                    [
+                        ("index", pa.int64()),
+                        ("pair_id", pa.string()),
+                        ("item_id", pa.string()),
+                        ("reward_name", pa.string()),
+                    ]
+                ),
+            ),
+        ]
+    )
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+    os.replace(tmp, target)
+    return len(rows)
+
+
+def export_job_data(job, out_dir: str | os.PathLike) -> dict[str, str]:
+    """Export a job's train and held-out splits for verl; returns verl_config's `data_files`.
+
+    train: data.train, one balanced order per pair; val: data.eval (first eval.limit pairs), both
+    orders for pairwise prompts, as judge_rl evaluates. Pairs over the prompt budget are not dropped
+    here: the translated config sets data.filter_overlong_prompts, and verl drops them by token count.
+    """
+    from judge_rl.data import load_dataset_pairs
+    from judge_rl.prompts import get_prompt
+    from judge_rl.rewards import build_reward
+
+    prompt = get_prompt(build_reward(job.reward.name, **job.reward.weights).prompt)
+    out = Path(out_dir)
+    files = {}
+    for split, spec, orders in (("train", job.data.train, "balanced"), ("val", job.data.eval, "both")):
+        pairs = list(load_dataset_pairs(spec.loader, **spec.kwargs))
+        if split == "val" and job.eval.limit is not None:
+            pairs = pairs[: job.eval.limit]
+        path = out / f"{split}.parquet"
+        export_parquet(pairs, prompt, path, seed=job.seed, reward_name=job.reward.name, orders=orders)
+        files[split] = str(path.resolve())
+    return files

@@ -1,0 +1,173 @@
+"""Run a judge_rl job on verl: export data, translate the config, launch verl's trainer in its own process.
+
+Each verl job is a fresh `python -m judge_rl.backends.verl.entry <config>` process, so a Hydra multirun
+never reuses the previous job's Ray session or GPU memory. The translated config is written, fully
+resolved, to `<run_dir>/verl/ppo_trainer.yaml` (no secrets in it); the entry process adds the W&B
+settings from its environment to Ray's runtime environment in memory, so Ray workers on an existing
+cluster log to the same place without the key ever touching a file or a log.
+
+`dry_run=true` (or `--dry-run`) prints the command and the config and launches nothing: the way to
+check a cluster job from a laptop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from omegaconf import OmegaConf
+
+from judge_rl.config import JobConfig, dotted_leaves
+from judge_rl.backends.verl.export import export_job_data, reward_module_path
+from judge_rl.backends.verl.preflight import preflight
+from judge_rl.backends.verl.translate import validate, verl_config
+from judge_rl.models.arch import model_arch
+from judge_rl.reports.console import console
+from judge_rl.reports.jsonl import read_jsonl
+from judge_rl.reports.logging import hydra_context, wandb_mode, wandb_run_labels
+from judge_rl.backends import BACKENDS
+from judge_rl.backends.local.loop import RLResult
+
+# Forwarded by name to Ray workers (values only ever come from the environment).
+FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_BASE_URL",
+                 "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH")
+METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
+
+
+def experiment_name(job: JobConfig, run_dir: Path) -> str:
+    """Unique per job: verl auto-resumes a run whose experiment name and checkpoint dir match, so two
+    sweep points must never share one, while re-running the same run_dir must keep it."""
+    digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:8]
+    return f"{job.model.name}-{job.algorithm.name}-{job.reward.name}-{digest}"
+
+
+def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
+    """Data files, the translated and validated verl config, its path and the launch command; the
+    preflight checks (preflight.py) pass before it returns."""
+    data = export_job_data(job, run_dir / "verl" / "data")
+    cfg = verl_config(
+        job,
+        data_files=data,
+        reward_module=reward_module_path(),
+        experiment_name=experiment_name(job, run_dir),
+        ckpt_dir=str((run_dir / "verl" / "checkpoints").resolve()),
+        n_gpus_per_node=job.cluster.n_gpus_per_node,
+        nnodes=job.cluster.nnodes,
+        # dotted keys as written in YAML, or nested as Hydra builds them from a command line
+        # (+cluster.verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=4)
+        extra=dotted_leaves(job.cluster.verl_overrides) or None,
+        init_model=str(init_model) if init_model else None,
+    )
+    validate(cfg)
+    path = run_dir / "verl" / "ppo_trainer.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(OmegaConf.to_yaml(cfg))
+    command = [sys.executable, "-m", "judge_rl.backends.verl.entry", str(path.resolve())]
+    model_path = cfg.actor_rollout_ref.model.path
+    preflight(
+        cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}",
+        launch_env(job, run_dir),
+        {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
+         "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
+    )
+    return cfg, path, command
+
+
+def launch_env(job: JobConfig, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the verl process (and, through entry.py, of its Ray workers): this one, plus
+    the W&B settings resolved as a local run resolves them (an explicit WANDB_MODE wins; else
+    logger.mode, `auto` offline without a key), and where verl's file logger writes this launch's metrics.
+    Only names and modes are added; a key is passed on only if it already is in the environment."""
+    env = dict(os.environ if environ is None else environ)
+    if job.cluster.ray_address:
+        env["RAY_ADDRESS"] = job.cluster.ray_address
+    if job.logger.name == "wandb":
+        env["WANDB_MODE"] = wandb_mode(job.logger.mode, env)
+        env["WANDB_PROJECT"] = job.logger.project
+        if job.logger.entity:
+            env["WANDB_ENTITY"] = job.logger.entity
+        labels = wandb_run_labels(job.logger, hydra_context())  # a sweep's points share a group and job type
+        if labels["group"]:
+            env["WANDB_RUN_GROUP"] = labels["group"]
+        env["WANDB_JOB_TYPE"] = labels["job_type"]
+    env["VERL_FILE_LOGGER_PATH"] = str((run_dir / "verl" / METRICS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl").resolve())
+    return env
+
+
+def read_verl_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """Every step verl's FileLogger wrote (`{"step": k, "data": {metric: value}}` a line) over all launches
+    of this run (a resumed job writes a new file), the later launch winning a step both logged; numeric
+    values only, under verl's metric names (the ones a local run logs)."""
+    by_step: dict[int, dict[str, float]] = {}
+    for path in sorted((run_dir / "verl" / METRICS_DIR).glob("*.jsonl")):
+        for record in read_jsonl(path):
+            if not isinstance(record, dict) or "step" not in record or not isinstance(record.get("data"), dict):
+                raise ValueError(f"{path}: not verl's file-logger format ({{'step': k, 'data': {{...}}}}): {str(record)[:120]}")
+            values = {k: float(v) for k, v in record["data"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            by_step.setdefault(int(record["step"]), {}).update(values)
+    return [{"step": step, **by_step[step]} for step in sorted(by_step)]
+
+
+def shown_command(job: JobConfig, command: list[str]) -> str:
+    shown = " ".join(shlex.quote(c) for c in command)
+    if job.cluster.ray_address:
+        shown = f"RAY_ADDRESS={shlex.quote(job.cluster.ray_address)} {shown}"
+    return shown
+
+
+def dry_run(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+    """Everything a launch does (data exported, config translated, validated and written) but the launch;
+    prints the command and the config."""
+    cfg, path, command = prepare(job, run_dir)
+    console.print(f"[bold]verl dry run[/bold]: would launch\n  {shown_command(job, command)}\nwith {path}:")
+    console.print(OmegaConf.to_yaml(cfg), markup=False, highlight=False)
+    return {"run_dir": str(run_dir), "verl_config": str(path), "command": command,
+            "experiment_name": cfg.trainer.experiment_name}
+
+
+@BACKENDS.register("verl")
+def train_verl(
+    job: JobConfig,
+    init_model: Path | None,
+    items: Sequence[Any],
+    messages_fn: Callable,
+    score_fn: Callable,
+    log: Callable[[dict[str, float], int], None],
+    run_dir: Path,
+    group_fn: Callable | None = None,
+    eval_fn: Callable | None = None,  # the local backend's periodic held-out evaluation: not run by verl
+) -> RLResult:
+    if group_fn is not None:
+        raise ValueError(f"reward={job.reward.name} pairs samples across a group: it runs on cluster=local only")
+    cfg, path, command = prepare(job, run_dir, init_model)
+    console.print(f"verl: launching {shown_command(job, command)}")
+    try:
+        subprocess.run(command, env=launch_env(job, run_dir), check=True)
+    finally:  # the steps verl finished count even when it crashed later
+        history = []
+        for record in read_verl_metrics(run_dir):
+            step = record.pop("step")
+            log(record, step)
+            history.append(record)
+    return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=history)
+
+
+def merged_model_dir(cfg, run_dir: Path) -> Path:
+    """verl saves sharded FSDP checkpoints; merge the last one into a Hugging Face directory with
+    verl's own `python -m verl.model_merger` so evaluation can load it."""
+    ckpt_root = Path(cfg.trainer.default_local_dir)
+    step = (ckpt_root / "latest_checkpointed_iteration.txt").read_text().strip()
+    actor_dir = ckpt_root / f"global_step_{step}" / "actor"
+    target = run_dir / "rl_model"
+    subprocess.run(
+        [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
+         "--local_dir", str(actor_dir), "--target_dir", str(target)],
+        check=True,
+    )
+    return target

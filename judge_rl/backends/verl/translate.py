@@ -1,0 +1,517 @@
+"""Translate a judge_rl job (`JobConfig`) into verl 0.9.x's own `ppo_trainer` config.
+
+What
+----
+`verl_config(job, ...)` composes verl's `ppo_trainer` config with Hydra's compose API from verl's
+config module (`verl.trainer.config`, the files `verl.trainer.main_ppo` loads), sets the values the
+judge_rl job implies (table below), resolves every interpolation and returns a plain, struct-mode
+DictConfig. `validate(cfg)` runs verl's own start-up checks the way `verl.trainer.main_ppo.main`
+does (`auto_set_device`, then `validate_config` with `need_reference_policy` / `need_critic`), plus
+the checks verl only makes once its workers start (reward function and manager, algorithm
+dataclass, per-GPU batch divisibility). `ignored_keys(cfg)` lists keys that verl 0.9.1 would not read.
+
+Why
+---
+judge_rl's config is translated, never merged: verl owns Hydra groups named model/algorithm/reward/
+data, and a judge_rl group of the same name on verl's search path would silently replace verl's
+files. Composing in an isolated GlobalHydra (saved, cleared and restored around the compose) keeps a
+running judge_rl Hydra app untouched. Interpolations are resolved before returning so that no
+`${...}` reaches Ray workers, where the nodes they point to may be gone or different. A key verl
+does not read is a silent no-op (the 0.6-style top-level `custom_reward_function` is one in 0.9.1:
+only the fully-async entry point migrates it), so the translator refuses to return a config that
+has one.
+
+Mapping (judge_rl -> verl 0.9.1)
+--------------------------------
+  algorithm.{adv_estimator, norm_adv_by_std_in_grpo, gamma, lam, use_kl_in_reward, kl_penalty,
+    kl_ctrl.{type, kl_coef, target_kl, horizon}}        -> algorithm.* (same names)
+  algorithm.{lr, weight_decay, grad_clip}                -> actor_rollout_ref.actor.optim.{lr, weight_decay,
+                                                            clip_grad}; grad_clip also to actor.grad_clip,
+                                                            a field 0.9.1 keeps but its engines do not read
+  algorithm.ppo_mini_batch_size (prompts; null: trainer.prompts_per_step)
+                                                         -> actor.ppo_mini_batch_size (verl also counts prompts)
+  algorithm.ppo_micro_batch_size (sequences)             -> actor.ppo_micro_batch_size_per_gpu and the
+                                                            rollout/ref log_prob_micro_batch_size_per_gpu,
+                                                            capped at the per-GPU mini-batch (as the local
+                                                            engine caps it at the mini-batch)
+  algorithm.{ppo_epochs, clip_ratio (-> clip_ratio, _low, _high), loss_agg_mode, loss_scale_factor,
+    entropy_coeff, use_kl_loss, kl_loss_coef, kl_loss_type}   -> actor_rollout_ref.actor.* (same names)
+  algorithm.policy_loss                                  -> actor.policy_loss.loss_mode
+  algorithm.rollout_n, trainer.{temperature, top_p, max_new_tokens}
+                                                         -> actor_rollout_ref.rollout.{n, temperature, top_p,
+                                                            response_length}; rollout.name = vllm
+  model (hub name / local path / converted GGUF dir)     -> actor_rollout_ref.model.path (and critic.model.path)
+  algorithm.critic.{enabled, lr, weight_decay, grad_clip, cliprange_value, warmup_steps}
+                                                         -> critic.{enable, optim.lr, optim.weight_decay,
+                                                            optim.clip_grad (+ grad_clip), cliprange_value},
+                                                            trainer.critic_warmup
+  model.max_prompt_length, trainer.{max_new_tokens, prompts_per_step}
+                                                         -> data.{max_prompt_length, max_response_length,
+                                                            train_batch_size}, rollout.prompt_length;
+                                                            data.filter_overlong_prompts = true (judge_rl
+                                                            drops pairs over the prompt budget)
+  seed                                                   -> data.seed, rollout.seed, actor.data_loader_seed
+  n_gpus_per_node, nnodes, cluster.rollout_tp, model.arch -> trainer.*; rollout.tensor_model_parallel_size =
+                                                            the largest TP up to cluster.rollout_tp (null:
+                                                            verl's 2) dividing a node's GPUs and the
+                                                            model's attention and KV heads
+  reward.{name, weights}                                 -> reward.custom_reward_function.{path, name,
+                                                            reward_kwargs = {reward_name, **weights}};
+                                                            reward.reward_manager.name = naive
+  trainer.{total_steps, save_every, keep_checkpoints}, logger, stages
+                                                         -> trainer.{total_training_steps, save_freq,
+                                                            max_*_ckpt_to_keep, logger (+ "file", read
+                                                            back after the job), project_name,
+                                                            val_before_train (eval_base), test_freq
+                                                            (total_steps when eval_rl runs, else -1)};
+                                                            total_epochs = total_steps (never the limit)
+
+Not translatable (a clear error instead of a silent change): `model.source=tiny_random` (verl loads a
+real checkpoint by path), and a reward whose groups hold both orders of a pair (`consistency`, J1):
+verl's reward managers score one sample at a time and cannot apply its both-orders pairing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from judge_rl.backends.algorithm import verl_algorithm_keys
+from judge_rl.config import JobConfig, dotted_leaves
+from judge_rl.models.arch import model_arch
+
+VERL_CONFIG_MODULE = "verl.trainer.config"
+VERL_CONFIG_NAME = "ppo_trainer"
+REWARD_FUNCTION_NAME = "compute_score"
+REWARD_MANAGER = "naive"
+ROLLOUT_ENGINE = "vllm"
+
+# verl 0.9.1's ppo_trainer still composes `legacy_reward_impl.yaml`: top-level `custom_reward_function`,
+# `reward_model` and `sandbox_fusion`, all null. Only `migrate_legacy_reward_impl` (called by the
+# fully-async entry point, not by main_ppo) reads them; a value set there is ignored by main_ppo.
+LEGACY_TOP_LEVEL = ("custom_reward_function", "reward_model", "sandbox_fusion")
+
+# Keys absent from the composed defaults that verl reads nonetheless: reward kwargs are read with
+# `.get("reward_kwargs", {})` by verl.trainer.ppo.reward.get_custom_reward_fn, and ray_kwargs.ray_init
+# is passed to ray.init(**...) as it is.
+PASSTHROUGH = ("reward.custom_reward_function.reward_kwargs", "ray_kwargs.ray_init")
+
+# Keys the 0.9.1 dataclasses still carry but no engine reads, and the key that is read instead.
+DEAD_ALIASES = {
+    "actor_rollout_ref.actor.grad_clip": "actor_rollout_ref.actor.optim.clip_grad",
+    "critic.grad_clip": "critic.optim.clip_grad",
+}
+
+DATA_SPLITS = ("train", "val")
+
+
+class VerlTranslationError(ValueError):
+    """A judge_rl job that cannot be expressed as a verl config, or a config verl would misread."""
+
+
+# --------------------------------------------------------------------------- composing verl's config
+
+
+@contextmanager
+def _isolated_hydra() -> Iterator[None]:
+    """Run a compose with a fresh GlobalHydra, then put back whatever Hydra state was there before.
+
+    Inside a running Hydra app (judge_rl's `@hydra.main`) GlobalHydra is initialised with judge_rl's
+    search path and `initialize_config_module` would refuse to start. The singletons are taken out
+    by reference and restored as they were, so judge_rl's `${hydra:...}` resolution keeps working.
+    """
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.singleton import Singleton
+    from hydra.version import VersionBase
+
+    kinds = (GlobalHydra, HydraConfig, VersionBase)
+    saved = {k: Singleton._instances.pop(k) for k in kinds if k in Singleton._instances}
+    try:
+        yield
+    finally:
+        for k in kinds:
+            Singleton._instances.pop(k, None)
+            if k in saved:
+                Singleton._instances[k] = saved[k]
+
+
+def compose_verl_defaults(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+    """verl's own `ppo_trainer` config as `python -m verl.trainer.main_ppo <overrides>` would compose it."""
+    from hydra import compose, initialize_config_module
+
+    with _isolated_hydra():
+        # version_base=None, as verl.trainer.main_ppo's @hydra.main uses
+        with initialize_config_module(config_module=VERL_CONFIG_MODULE, version_base=None):
+            return compose(config_name=VERL_CONFIG_NAME, overrides=list(overrides))
+
+
+def _container(cfg: DictConfig) -> dict[str, Any]:
+    # resolve=False: MISSING values come back as "???" and interpolations as text, nothing raises
+    return OmegaConf.to_container(cfg, resolve=False)  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=1)
+def _default_leaves() -> dict[str, Any]:
+    """Every leaf of verl's composed defaults, before and after resolution (an interpolation such as
+    rollout.mtp = ${oc.select:actor_rollout_ref.model.mtp,null} resolves to a whole mapping)."""
+    cfg = compose_verl_defaults()
+    resolved = dotted_leaves(OmegaConf.to_container(cfg, resolve=True))
+    return {**resolved, **dotted_leaves(_container(cfg))}
+
+
+def _is_known(key: str, defaults: dict[str, Any]) -> bool:
+    """A key verl's defaults have, or one below a slot verl reads as a free-form mapping."""
+    if key in defaults or key in PASSTHROUGH:
+        return True
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:i])
+        if prefix in PASSTHROUGH:
+            return True
+        if prefix in defaults:
+            # an empty mapping ({}: engine_kwargs.vllm, override_config, ...) or an unset slot (null)
+            return defaults[prefix] == {} or defaults[prefix] is None
+    return False
+
+
+def ignored_keys(cfg: DictConfig) -> list[str]:
+    """Keys of `cfg` that verl 0.9.1's main_ppo would not read, sorted.
+
+    Reported: (1) any key that verl's composed `ppo_trainer` defaults do not have, other than keys
+    below a free-form mapping and the pass-through slots in PASSTHROUGH (a misspelt or 0.6-style key
+    lands here); (2) any set (non-null) value under the legacy top-level groups `custom_reward_function`,
+    `reward_model`, `sandbox_fusion`, which main_ppo never migrates into `reward.*`; (3) a dead alias
+    (`actor_rollout_ref.actor.grad_clip`, `critic.grad_clip`) whose value differs from the key that
+    is read instead (`...optim.clip_grad`).
+    """
+    defaults = _default_leaves()
+    leaves = dotted_leaves(_container(cfg))
+    found = []
+    for key, value in leaves.items():
+        if key.split(".")[0] in LEGACY_TOP_LEVEL:
+            if value is not None and value != {}:
+                found.append(key)
+        elif not _is_known(key, defaults):
+            found.append(key)
+    for dead, live in DEAD_ALIASES.items():
+        if dead in leaves and live in leaves and leaves[dead] != leaves[live]:
+            found.append(f"{dead} (verl reads {live})")
+    return sorted(found)
+
+
+def unresolved_keys(cfg: DictConfig) -> list[str]:
+    """Keys whose value is still an interpolation (`${...}`), sorted."""
+    return sorted(k for k, v in dotted_leaves(_container(cfg)).items() if isinstance(v, str) and "${" in v)
+
+
+def missing_keys(cfg: DictConfig) -> list[str]:
+    """Keys whose value is MISSING (`???`), sorted."""
+    return sorted(k for k, v in dotted_leaves(_container(cfg)).items() if v == "???")
+
+
+# --------------------------------------------------------------------------- judge_rl -> verl values
+
+
+def verl_model_path(job: JobConfig) -> str:
+    """What verl loads the judge from: a hub name, an absolute local path, or the embedded GGUF model's
+    safetensors copy (converted on first use, see judge_rl.models.loading.converted_gguf_dir)."""
+    m = job.model
+    if m.source == "hub":
+        return m.path
+    if m.source == "local":
+        return str(Path(m.path).expanduser().resolve())
+    if m.source == "gguf_package":
+        from judge_rl.models.loading import converted_gguf_dir
+
+        return str(converted_gguf_dir(m, job.cache_dir))
+    if m.source == "tiny_random":
+        raise VerlTranslationError(
+            f"model={m.name} (source tiny_random) is built in memory and has no checkpoint; verl loads the "
+            "judge from a path (actor_rollout_ref.model.path), so it needs a real checkpoint: use a hub model "
+            "(e.g. model=smollm2-135m-hub), model=smollm2-135m (embedded, converted to safetensors) or a local one"
+        )
+    raise VerlTranslationError(f"model.source={m.source!r}: expected hub, local, gguf_package or tiny_random")
+
+
+def _check_reward(job: JobConfig) -> None:
+    from judge_rl.rewards import build_reward
+
+    reward = build_reward(job.reward.name, **job.reward.weights)
+    if job.algorithm.group_both_orders:
+        raise VerlTranslationError(
+            "algorithm.group_both_orders=true puts both orders of a pair in one group; verl groups the samples of "
+            "one prompt, so it would silently train per-order groups. Run it on the local backend (cluster=local)."
+        )
+    if getattr(reward, "both_orders", False):
+        raise VerlTranslationError(
+            f"reward={job.reward.name} rolls out both orders of a pair in one group and rescores them jointly "
+            "(J1 consistency); verl's reward managers call compute_score one sample at a time, so on verl it "
+            "would silently become the plain per-sample reward. Run it on the local backend (cluster=local)."
+        )
+
+
+def _data_files(data_files: Mapping[str, str | os.PathLike]) -> dict[str, str]:
+    unknown = sorted(set(data_files) - set(DATA_SPLITS))
+    absent = [s for s in DATA_SPLITS if s not in data_files]
+    if unknown or absent:
+        raise VerlTranslationError(
+            f"data_files needs exactly the keys {list(DATA_SPLITS)} (verl builds a validation loader from "
+            f"data.val_files even when it never validates); got {sorted(data_files)}"
+        )
+    out = {}
+    for split, path in data_files.items():
+        p = Path(path).expanduser()
+        # local files become absolute (Ray workers need not share the driver's cwd); hdfs:// etc. stay
+        out[split] = str(p.resolve()) if "://" not in str(path) else str(path)
+    return out
+
+
+def _job_values(
+    job: JobConfig,
+    *,
+    data_files: dict[str, str],
+    reward_module: str,
+    experiment_name: str,
+    ckpt_dir: str,
+    n_gpus_per_node: int,
+    nnodes: int,
+    model_path: str,
+    rollout_tp: int,
+) -> dict[str, Any]:
+    a, t = job.algorithm, job.trainer
+    n_gpus = n_gpus_per_node * nnodes
+    mini_prompts = a.ppo_mini_batch_size or t.prompts_per_step
+    # verl splits each mini-batch (mini_prompts * n sequences) over the data-parallel ranks; a micro-batch
+    # larger than a rank's share would just be that share, as the local backend caps it at the mini-batch
+    per_gpu = max(1, (mini_prompts * a.rollout_n) // max(1, n_gpus))
+    micro = max(1, min(a.ppo_micro_batch_size, per_gpu))
+    critic = a.critic.enabled
+    keep = job.trainer.keep_checkpoints if job.trainer.keep_checkpoints > 0 else None
+    actor = "actor_rollout_ref.actor"
+    rollout = "actor_rollout_ref.rollout"
+    values: dict[str, Any] = {
+        # algorithm and actor: the mapping the local backend reads too (judge_rl/backends/algorithm.py)
+        **verl_algorithm_keys(a),
+        # batch shape on this cluster
+        f"{actor}.ppo_mini_batch_size": mini_prompts,
+        f"{actor}.ppo_micro_batch_size_per_gpu": micro,
+        f"{actor}.data_loader_seed": job.seed,
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": micro,
+        "actor_rollout_ref.model.path": model_path,
+        # rollout
+        f"{rollout}.name": ROLLOUT_ENGINE,
+        f"{rollout}.n": a.rollout_n,
+        f"{rollout}.temperature": t.temperature,
+        f"{rollout}.top_p": t.top_p,
+        f"{rollout}.prompt_length": job.model.max_prompt_length,
+        f"{rollout}.response_length": t.max_new_tokens,
+        f"{rollout}.log_prob_micro_batch_size_per_gpu": micro,
+        f"{rollout}.seed": job.seed,
+        # chosen from the model's heads and the node's GPUs (choose_rollout_tp)
+        f"{rollout}.tensor_model_parallel_size": rollout_tp,
+        # the (disabled) reward model's rollout engine is MISSING in verl's defaults; name it so that no
+        # mandatory value is left open
+        "reward.reward_model.rollout.name": ROLLOUT_ENGINE,
+        # critic: only GAE uses one
+        "critic.enable": critic,
+        "critic.model.path": model_path,
+        "critic.ppo_micro_batch_size_per_gpu": micro,
+        "trainer.critic_warmup": a.critic.warmup_steps if critic else 0,
+        # data
+        "data.train_files": data_files["train"],
+        "data.val_files": data_files["val"],
+        "data.prompt_key": "prompt",
+        "data.max_prompt_length": job.model.max_prompt_length,
+        "data.max_response_length": t.max_new_tokens,
+        "data.train_batch_size": t.prompts_per_step,
+        "data.filter_overlong_prompts": True,
+        "data.seed": job.seed,
+        # reward: verl 0.9 reads reward.custom_reward_function.{path,name,reward_kwargs}
+        "reward.custom_reward_function.path": reward_module,
+        "reward.custom_reward_function.name": REWARD_FUNCTION_NAME,
+        "reward.custom_reward_function.reward_kwargs": {"reward_name": job.reward.name, **job.reward.weights},
+        "reward.reward_manager.source": "register",
+        "reward.reward_manager.name": REWARD_MANAGER,
+        # trainer
+        "trainer.total_training_steps": t.total_steps,
+        # each epoch gives >= 1 step, so total_steps epochs never end the run before total_training_steps
+        "trainer.total_epochs": max(1, t.total_steps),
+        "trainer.save_freq": t.save_every,
+        "trainer.max_actor_ckpt_to_keep": keep,
+        "trainer.max_critic_ckpt_to_keep": keep,
+        "trainer.val_before_train": "eval_base" in job.stages,
+        "trainer.test_freq": t.total_steps if "eval_rl" in job.stages else -1,
+        "trainer.project_name": job.logger.project,
+        "trainer.experiment_name": experiment_name,
+        "trainer.default_local_dir": str(Path(ckpt_dir).expanduser().resolve()),
+        "trainer.n_gpus_per_node": n_gpus_per_node,
+        "trainer.nnodes": nnodes,
+        # "file": verl's FileLogger writes every step's metrics to $VERL_FILE_LOGGER_PATH (set per launch),
+        # which judge_rl reads back into the run's metrics.jsonl and results
+        "trainer.logger": ["console", "file", "wandb"] if job.logger.name == "wandb" else ["console", "file"],
+    }
+    if critic:
+        values.update(
+            {
+                "critic.optim.lr": a.critic.lr,
+                "critic.optim.weight_decay": a.critic.weight_decay,
+                "critic.optim.clip_grad": a.critic.grad_clip,
+                "critic.grad_clip": a.critic.grad_clip,
+                "critic.cliprange_value": a.critic.cliprange_value,
+            }
+        )
+    return values
+
+
+def choose_rollout_tp(arch, preferred: int, n_gpus_per_node: int) -> int:
+    """The largest rollout tensor parallelism up to `preferred` that divides the GPUs of a node and, where
+    known, the model's attention and KV heads (vLLM refuses a TP that does not divide them: SmolLM2-135M's
+    9 heads and 3 KV heads allow TP 1 or 3, never 2)."""
+    heads = [h for h in (arch.num_attention_heads, arch.num_key_value_heads) if h]
+    for tp in range(max(1, preferred), 0, -1):
+        if n_gpus_per_node % tp == 0 and all(h % tp == 0 for h in heads):
+            return tp
+    return 1
+
+
+def _set(cfg: DictConfig, key: str, value: Any, defaults: dict[str, Any]) -> None:
+    if not _is_known(key, defaults) and not any(d.startswith(key + ".") for d in defaults):
+        raise VerlTranslationError(f"{key}: verl 0.9's ppo_trainer has no such key (it would be ignored)")
+    OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+
+
+def verl_config(
+    job: JobConfig,
+    *,
+    data_files: Mapping[str, str | os.PathLike],
+    reward_module: str | os.PathLike,
+    experiment_name: str,
+    ckpt_dir: str | os.PathLike,
+    n_gpus_per_node: int,
+    nnodes: int,
+    extra: Mapping[str, Any] | None = None,
+    init_model: str | os.PathLike | None = None,
+) -> DictConfig:
+    """verl 0.9's `ppo_trainer` config for `job`, every interpolation resolved (see the module docstring).
+
+    data_files: {"train": parquet, "val": parquet} (see export.export_parquet / export_job_data).
+    reward_module: the file verl imports `compute_score` from (export.reward_module_path()).
+    ckpt_dir: trainer.default_local_dir, where verl writes global_step_<k>/ and resumes from.
+    extra: dotted verl keys set last, e.g. {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.6};
+        a key verl does not have is refused.
+    init_model: the checkpoint to start from (e.g. judge_rl's SFT init) instead of the job's model.
+    """
+    if n_gpus_per_node < 1 or nnodes < 1:
+        raise VerlTranslationError(f"n_gpus_per_node={n_gpus_per_node}, nnodes={nnodes}: both must be >= 1")
+    _check_reward(job)
+    if (job.algorithm.adv_estimator == "gae") != job.algorithm.critic.enabled:
+        raise VerlTranslationError(
+            f"algorithm.adv_estimator={job.algorithm.adv_estimator} with critic.enabled={job.algorithm.critic.enabled}:"
+            " GAE needs a critic and only GAE uses one"
+        )
+    reward_file = Path(reward_module).expanduser().resolve()
+    if not reward_file.is_file():
+        raise VerlTranslationError(f"reward_module={reward_module}: no such file")
+    model_path = str(Path(init_model).expanduser().resolve()) if init_model is not None else verl_model_path(job)
+
+    cfg = compose_verl_defaults()
+    defaults = _default_leaves()
+    values = _job_values(
+        job,
+        data_files=_data_files(data_files),
+        reward_module=str(reward_file),
+        experiment_name=experiment_name,
+        ckpt_dir=str(ckpt_dir),
+        n_gpus_per_node=n_gpus_per_node,
+        nnodes=nnodes,
+        model_path=model_path,
+        rollout_tp=choose_rollout_tp(
+            model_arch(job.model, model_path),
+            job.cluster.rollout_tp or int(cfg.actor_rollout_ref.rollout.tensor_model_parallel_size),
+            n_gpus_per_node,
+        ),
+    )
+    for key, value in {**values, **dict(extra or {})}.items():
+        _set(cfg, key, value, defaults)
+
+    resolved = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    OmegaConf.set_struct(resolved, True)  # as Hydra hands it to main_ppo: a misspelt read raises
+    problems = [f"ignored by verl: {k}" for k in ignored_keys(resolved)]
+    problems += [f"unresolved: {k}" for k in unresolved_keys(resolved)]
+    problems += [f"missing: {k}" for k in missing_keys(resolved)]
+    if problems:
+        raise VerlTranslationError("translated verl config is not clean: " + "; ".join(problems))
+    return resolved
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate(cfg: DictConfig) -> None:
+    """verl's own start-up checks on `cfg` (mutates it as main_ppo does: auto_set_device).
+
+    1. what `verl.trainer.main_ppo.main` runs before starting Ray: `auto_set_device(cfg)`, then
+       `validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))`.
+       With a critic, this builds verl's CriticConfig, whose HFModelConfig loads the tokenizer and HF
+       config from critic.model.path: that path must be readable here (a local dir, or a hub name with
+       network or a filled HF cache).
+    2. what verl only checks once its workers start, cheap enough to run here: the algorithm section
+       builds verl's AlgoConfig; the advantage estimator and policy loss are registered in core_algos;
+       the reward manager class resolves (its name is registered); verl's own loader
+       (`get_custom_reward_fn`) loads the reward function; every actor/critic mini-batch
+       (ppo_mini_batch_size * n sequences) splits evenly over the data-parallel GPUs
+       (verl.workers.engine_workers asserts it); the rollout world size is divisible by its TP size.
+    Before both, judge_rl's own: no ignored key, no unresolved interpolation (a misspelt key under a
+    dataclass-backed section would otherwise surface as a TypeError from deep inside hydra.instantiate).
+    """
+    from verl.trainer.ppo import core_algos
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+    from verl.utils.device import auto_set_device
+
+    problems = [f"ignored by verl: {k}" for k in ignored_keys(cfg)] + [
+        f"unresolved: {k}" for k in unresolved_keys(cfg)
+    ]
+    if problems:
+        raise VerlTranslationError("; ".join(problems))
+
+    auto_set_device(cfg)
+    use_critic = need_critic(cfg)
+    validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=use_critic)
+
+    omega_conf_to_dataclass(cfg.algorithm)
+    if cfg.algorithm.adv_estimator != "gae":
+        core_algos.get_adv_estimator_fn(cfg.algorithm.adv_estimator)
+    core_algos.get_policy_loss_fn(cfg.actor_rollout_ref.actor.policy_loss.loss_mode)
+    # verl 0.9.1's RewardManagerConfig cannot be instantiated (its __post_init__ calls a BaseConfig
+    # __post_init__ that does not exist); verl itself resolves the class straight from the DictConfig:
+    resolve_reward_manager_cls(cfg)
+    if get_custom_reward_fn(cfg) is None:
+        raise VerlTranslationError("reward.custom_reward_function.path is unset: verl would use its default scorer")
+
+    n_gpus = cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes
+    n = cfg.actor_rollout_ref.rollout.n
+    roles = [("actor_rollout_ref.actor", cfg.actor_rollout_ref.actor.ppo_mini_batch_size)]
+    if use_critic:
+        roles.append(("critic", cfg.critic.ppo_mini_batch_size))
+    for role, mini in roles:
+        if (mini * n) % n_gpus:
+            raise VerlTranslationError(
+                f"{role}.ppo_mini_batch_size={mini} prompts x rollout.n={n} = {mini * n} sequences do not split "
+                f"evenly over {n_gpus} GPUs (verl's workers assert mini_batch_size % dp_size == 0)"
+            )
+    r = cfg.actor_rollout_ref.rollout
+    rollout_world = r.tensor_model_parallel_size * r.data_parallel_size * r.pipeline_model_parallel_size
+    if n_gpus % rollout_world:
+        raise VerlTranslationError(
+            f"rollout TP x DP x PP = {rollout_world} does not divide the {n_gpus} GPUs (verl's rollout asserts it)"
+        )
+

@@ -1,0 +1,64 @@
+"""Online RL of a judge (Think-J 3.2.2, JudgeLRM, OpenJudge's GRPO, J1): SFT init, then GRPO / PPO /
+REINFORCE++ / RLOO with a rule reward, on the local backend or on verl.
+
+    setup -> [eval base] -> SFT init -> [eval SFT] -> RL -> [eval RL] -> RL minus its init -> report
+
+`stages` picks which of eval_base, sft, eval_sft, rl and eval_rl run. `cluster.backend` picks what trains:
+`local` (one process, verl's core_algos) or `verl` (Ray, vLLM, GPUs); both read the same `algorithm.*`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from judge_rl.backends import get_backend
+from judge_rl.backends.local.loop import latest_checkpoint
+from judge_rl.config import AlgorithmConfig, JobConfig
+from judge_rl.recipes import register_recipe
+from judge_rl.recipes.stages import compare, evaluate, live_evaluator, report, setup, sft_init
+from judge_rl.reports.console import console
+from judge_rl.reports.summary import reward_curve
+
+
+@register_recipe("online_rl", config=AlgorithmConfig)
+def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+    # setup: everything that can fail on a bad config or bad data fails before a model loads
+    run = setup(job, run_dir)
+    eval_live = live_evaluator(run)
+    if eval_live is not None and "rl" in job.stages and job.cluster.backend != "local":
+        console.print(f"[yellow]trainer.eval_every={job.trainer.eval_every}: the periodic held-out evaluation runs "
+                      f"on the local backend only; cluster.backend={job.cluster.backend} ignores it[/yellow]")
+
+    # the untrained judge, then the thinking initialisation
+    if "eval_base" in job.stages:
+        evaluate(run, "base", "base", None)
+    init_model: Path | None = None
+    if "sft" in job.stages and job.sft.enabled:
+        init_model = sft_init(run)
+        if "eval_sft" in job.stages:
+            evaluate(run, "sft", "sft init", init_model)
+
+    # online RL from the init (resuming from the last checkpoint of this run directory)
+    if "rl" in job.stages:
+        found = latest_checkpoint(run_dir / "checkpoints")
+        run.logger.drop_steps_after(found[0] if found else 0)
+        group_fn = run.reward.combine if getattr(run.reward, "both_orders", False) else None
+        train = get_backend(job.cluster.backend)
+        rl = train(job, init_model, run.train_items, run.prompt.messages, run.score_fn, run.logger.log, run_dir,
+                   group_fn=group_fn, eval_fn=eval_live)
+        history = run.logger.history()
+        run.results["training"]["rl"] = training = {"resumed_from": rl.resumed_from, "steps": len(history)}
+        curve = reward_curve(history)
+        if curve:
+            training["reward_curve"] = curve
+            training["rewards"] = [h.get("critic/score/mean") for h in sorted(history, key=lambda h: h["step"])]
+            step_s = [h["timing_s/step"] for h in history if "timing_s/step" in h]
+            training["seconds_per_step"] = sum(step_s) / len(step_s)
+        run.save()
+        if "eval_rl" in job.stages:
+            evaluate(run, "rl", "rl", rl.model_dir)
+
+    # did RL help? both orders, with the noise of the held-out set
+    compare(run, "sft" if "sft" in run.held_out else "base", "rl")
+    return report(run, plot="rl" in job.stages)

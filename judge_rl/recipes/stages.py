@@ -1,0 +1,290 @@
+"""Stages that several training recipes share: setup, the SFT init, judging held-out pairs and benchmarks,
+the RL-minus-baseline comparison, and the closing report.
+
+A recipe (judge_rl/recipes/<method>.py) calls these top to bottom. They share one `Run`: the validated
+job, its run directory, the data and prompt, the logger and the results document (`results.json`,
+judge_rl/reports/schema.py), which each stage fills and saves as it finishes, so a crash loses nothing
+that finished before it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from judge_rl.config import JobConfig
+from judge_rl.data import load_dataset_pairs
+from judge_rl.data.loaders import is_missing_local_file
+from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions, pointwise_items
+from judge_rl.evaluation.app import load_benchmark_config
+from judge_rl.evaluation.benchmarks import get_benchmark
+from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, evaluate_pairs, read_records
+from judge_rl.evaluation.metrics import consistent_by_pair, paired_bootstrap
+from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
+from judge_rl.prompts import get_prompt
+from judge_rl.reports.console import console
+from judge_rl.reports.logging import MetricsLogger
+from judge_rl.reports.plots import write_plots
+from judge_rl.reports.schema import HEADLINE, entry_scalars, evaluation_entry, new_results, write_results
+from judge_rl.reports.summary import print_summary
+from judge_rl.rewards import build_reward, compute_score
+from judge_rl.rollouts import encode_chat
+from judge_rl.servers import HFServer
+from judge_rl.updates.sft import run_sft, sft_examples
+
+# ------------------------------------------------------------------ data
+
+
+def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
+    """`data.<split>` loaded; malformed rows are skipped and counted, an empty split fails with its name."""
+    spec = getattr(job.data, split)
+    pairs = load_dataset_pairs(spec.loader, **spec.kwargs)
+    skipped = getattr(pairs, "skipped", None)
+    if skipped:
+        console.print(f"[yellow]data.{split}: skipped {len(skipped)} malformed rows, e.g. {skipped[0]}[/yellow]")
+    if not pairs:
+        raise ValueError(f"data.{split} ({spec.loader}, {spec.kwargs}) gave no pairs")
+    return list(pairs)
+
+
+def judging_mode(prompt) -> str:
+    """pairwise (both responses in one prompt) or pointwise (one response scored alone)."""
+    return prompt.kind
+
+
+def training_items(pairs: Sequence[PreferencePair], prompt, seed: int) -> list:
+    """The judge items RL trains on: both positions balanced (pairwise), or one item per response (pointwise)."""
+    if judging_mode(prompt) == "pointwise":
+        return pointwise_items(pairs)
+    return balanced_positions(pairs, seed)
+
+
+def fit_to_context(pairs: Sequence[PreferencePair], tokenizer, messages_fn, max_len: int, split: str, mode: str):
+    """Drop pairs whose longest judge prompt exceeds model.max_prompt_length, and say how many."""
+
+    def longest(p: PreferencePair) -> int:
+        items = [JudgeItem(p, "a")] if mode == "pairwise" else pointwise_items([p])
+        return max(len(encode_chat(tokenizer, messages_fn(it))) for it in items)
+
+    kept = [p for p in pairs if longest(p) <= max_len]
+    if len(kept) < len(pairs):
+        console.print(
+            f"[yellow]data.{split}: {len(pairs) - len(kept)} of {len(pairs)} pairs exceed "
+            f"model.max_prompt_length={max_len} tokens and are left out[/yellow]"
+        )
+    if not kept:
+        raise ValueError(f"data.{split}: every pair exceeds model.max_prompt_length={max_len}")
+    return kept
+
+
+# ------------------------------------------------------------------ the run every stage shares
+
+
+@dataclass
+class Run:
+    """What a recipe's stages share. `evals` and `bench_evals` hold each judged stage's metrics for the
+    closing summary; `held_out` each stage's judgments of the held-out pairs (for the comparison);
+    `withheld` the scores that too many unanswered requests left without a value (the run fails at the end,
+    after everything is saved)."""
+
+    job: JobConfig
+    run_dir: Path
+    reward: Any
+    prompt: Any
+    mode: str
+    score_fn: Callable
+    tokenizer: Any
+    device: torch.device
+    benchmark_specs: list
+    train_items: list
+    eval_pairs: list[PreferencePair]
+    logger: MetricsLogger
+    results: dict[str, Any]
+    t_start: float
+    evals: dict[str, dict[str, float]] = field(default_factory=dict)
+    bench_evals: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    held_out: dict[str, list[dict]] = field(default_factory=dict)
+    withheld: list[str] = field(default_factory=list)
+
+    def save(self) -> None:
+        write_results(self.run_dir, self.results)
+
+
+def setup(job: JobConfig, run_dir: Path) -> Run:
+    """Reward, prompt, benchmarks, tokenizer, data and logger: everything that can fail on a bad config or bad
+    data fails here, before any model loads."""
+    torch.manual_seed(job.seed)
+    if job.cluster.threads:
+        torch.set_num_threads(job.cluster.threads)
+    reward = build_reward(job.reward.name, **job.reward.weights)
+    prompt = get_prompt(reward.prompt)
+    # published benchmarks judged at each eval stage; an unknown name fails here, before any model loads
+    limit = {} if job.eval.benchmark_limit is None else {"limit": job.eval.benchmark_limit}
+    benchmark_specs = [load_benchmark_config(name, **limit) for name in job.eval.benchmarks]
+    # the default benchmark reads ../shared/data; a machine without that file still runs the main job
+    for spec in [s for s in benchmark_specs if is_missing_local_file(s.path)]:
+        console.print(f"[yellow]eval.benchmarks: {spec.name} skipped, no file at {spec.path}[/yellow]")
+        benchmark_specs.remove(spec)
+    mode = judging_mode(prompt)
+    tokenizer = load_tokenizer(job.model, job.cache_dir)
+    max_len = job.model.max_prompt_length
+    train_pairs = fit_to_context(load_split(job, "train"), tokenizer, prompt.messages, max_len, "train", mode)
+    eval_pairs = load_split(job, "eval")
+    if job.eval.limit is not None:
+        eval_pairs = eval_pairs[: job.eval.limit]
+    eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, max_len, "eval", mode)
+    return Run(
+        job=job,
+        run_dir=run_dir,
+        reward=reward,
+        prompt=prompt,
+        mode=mode,
+        score_fn=functools.partial(compute_score, reward_name=job.reward.name, **job.reward.weights),
+        tokenizer=tokenizer,
+        device=resolve_device(job.cluster.device),
+        benchmark_specs=benchmark_specs,
+        train_items=training_items(train_pairs, prompt, job.seed),
+        eval_pairs=eval_pairs,
+        logger=MetricsLogger(run_dir, job.logger, asdict(job)),
+        results=new_results("main", run_dir),  # saved after each stage
+        t_start=time.perf_counter(),
+    )
+
+
+# ------------------------------------------------------------------ stages
+
+
+def _judge_pairs(run: Run, server, pairs, out_dir: Path, label: str) -> dict[str, Any]:
+    job = run.job
+    out = evaluate_pairs(
+        server,
+        run.prompt,
+        pairs,
+        out_dir / "judgments.jsonl",
+        max_new_tokens=job.eval.max_new_tokens,
+        chunk_size=2 * job.eval.batch_size,
+        reward=run.reward,
+        label=label,
+        max_server_failure_rate=job.eval.max_server_failure_rate,
+    )
+    return out
+
+
+def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None) -> None:
+    """The judge at `checkpoint` (None: the base model) on the held-out pairs in both orders and on each of
+    `eval.benchmarks`, greedy; judgments under eval/<stage>/, reused on resume."""
+    job = run.job
+    model = load_model(job.model, job.cache_dir, run.device, checkpoint=checkpoint, seed=job.seed)
+    server = HFServer(model, run.tokenizer, job.eval.batch_size, name=job.model.name)
+    t = time.perf_counter()
+    out = _judge_pairs(run, server, run.eval_pairs, run.run_dir / "eval" / stage, label)
+    out["seconds"] = time.perf_counter() - t
+    (run.run_dir / "eval" / stage / "summary.json").write_text(json.dumps(out, indent=2))
+    run.evals[label] = out["overall"]
+    eval_ids = {p.pair_id for p in run.eval_pairs}
+    records = read_records(run.run_dir / "eval" / stage / "judgments.jsonl").values()
+    run.held_out[stage] = [r for r in records if r.get("pair_id") in eval_ids]
+    entry = run.results["evaluations"].setdefault(stage, {"held_out": None, "benchmarks": {}})
+    entry["held_out"] = evaluation_entry(out, run.held_out[stage])
+    run.logger.summary({f"eval/{stage}/{k}": v for k, v in out["overall"].items()})
+    m = out["overall"]
+    if out["scoring"]["status"] == "withheld":
+        run.withheld.append(f"eval {stage}: {out['scoring']['reason']}")
+        headline = "no score (withheld)"
+    else:
+        headline = ", ".join(f"{k} {m[k]:.3f}" for k in HEADLINE[run.mode])
+    console.print(f"eval {label}: {headline} ({out['judged_now']} judged, {out['reused']} reused, {out['seconds']:.0f}s)")
+    for spec in run.benchmark_specs:
+        bench_dir = run.run_dir / "eval" / stage / "benchmarks" / spec.name
+        summary = evaluate_benchmark(
+            get_benchmark(spec.kind), spec, server, run.prompt, bench_dir,
+            max_new_tokens=job.eval.max_new_tokens, chunk_size=2 * job.eval.batch_size, reward=run.reward,
+            label=f"judging {spec.name} ({label})", max_server_failure_rate=job.eval.max_server_failure_rate,
+        )
+        if summary["scoring"]["status"] == "withheld":
+            run.withheld.append(f"eval {stage} {spec.name}: {summary['scoring']['reason']}")
+        entry["benchmarks"][spec.name] = evaluation_entry(summary, read_records(bench_dir / "judgments.jsonl").values())
+        run.logger.summary({f"eval/{stage}/{spec.name}/{k}": v for k, v in entry_scalars(entry["benchmarks"][spec.name]).items()})
+        run.bench_evals.setdefault(spec.name, {})[label] = summary["harness"]["overall"]
+    run.save()
+    del model, server
+    if run.device.type == "cuda":
+        torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
+
+
+def live_evaluator(run: Run) -> Callable[[Any, int], dict[str, float]] | None:
+    """`trainer.eval_every=K`: a function that has the live policy judge the held-out pairs (the first
+    `trainer.eval_subset`) in both orders, greedy, its judgments saved per step so a resumed run reuses
+    them (the weights, hence the request keys, differ per step); None when K is 0."""
+    job = run.job
+    if job.trainer.eval_every <= 0:
+        return None
+    val_pairs = run.eval_pairs if job.trainer.eval_subset is None else run.eval_pairs[: job.trainer.eval_subset]
+
+    def evaluate_live_policy(model, step: int) -> dict[str, float]:
+        server = HFServer(model, run.tokenizer, job.eval.batch_size, name=job.model.name)
+        out_dir = run.run_dir / "eval" / f"step_{step}"
+        out = _judge_pairs(run, server, val_pairs, out_dir, f"rl step {step}")
+        (out_dir / "summary.json").write_text(json.dumps(out, indent=2))
+        if out["scoring"]["status"] == "withheld":
+            console.print(f"[yellow]rl step {step}: held-out evaluation withheld: {out['scoring']['reason']}[/yellow]")
+        return {f"val/{k}": float(v) for k, v in out["overall"].items()}
+
+    return evaluate_live_policy
+
+
+def sft_init(run: Run) -> Path:
+    """The thinking initialisation (Think-J 3.1): SFT on `sft.num_examples` gold traces, cached and reused."""
+    examples = sft_examples(run.train_items, run.prompt, run.job.sft.num_examples)
+    init_model, metrics = run_sft(run.job, examples)
+    run.results["training"]["sft"] = metrics
+    run.save()
+    run.logger.summary(metrics)
+    console.print(
+        f"sft: {int(metrics['sft/steps'])} steps, loss {metrics['sft/loss_first']:.3f} -> "
+        f"{metrics['sft/loss_last']:.3f}, {metrics['sft/seconds_per_step']:.1f} s/step"
+        + (" (reused cached init)" if metrics.get("sft/reused") else "")
+    )
+    return init_model
+
+
+def compare(run: Run, baseline: str, candidate: str) -> None:
+    """The claim that `candidate` beats `baseline`, with its noise: a paired bootstrap of the difference in
+    both-order consistent accuracy over the same held-out pairs (pairwise judging only)."""
+    if run.mode != "pairwise" or baseline not in run.held_out or candidate not in run.held_out:
+        return
+
+    def per_pair(stage: str) -> dict[str, float]:
+        return consistent_by_pair(r for r in run.held_out[stage] if not r.get("server_error"))
+
+    gain = paired_bootstrap(per_pair(baseline), per_pair(candidate))
+    run.results["comparisons"][f"{candidate}_minus_{baseline}"] = {"consistent_accuracy": gain}
+    console.print(
+        f"{candidate.upper()} - {baseline} consistent accuracy: {gain['diff']:+.3f} "
+        f"[95% CI {gain['low']:+.3f}, {gain['high']:+.3f}] over {int(gain['n'])} held-out pairs (paired bootstrap)"
+    )
+
+
+def report(run: Run, plot: bool = False) -> dict[str, Any]:
+    """The closing summary: learning-curve PNGs from every logged step (`plot`), the stage table, wall time,
+    results.json; then fail if a score was withheld (everything is saved by then)."""
+    plots: list[Path] = []
+    if plot:
+        plots = write_plots(run.logger.history(), run.run_dir)
+        if plots:
+            run.results["plots"] = [str(p) for p in plots]
+            run.logger.log_images(plots)
+    run.results["wall_s"] = time.perf_counter() - run.t_start
+    print_summary(run.evals, run.results["training"].get("rl", {}).get("reward_curve"), run.results["wall_s"], run.mode,
+                  run.bench_evals, plots=plots)
+    run.save()
+    run.logger.finish()
+    if run.withheld:
+        raise ScoreWithheld("; ".join(run.withheld))
+    return run.results
