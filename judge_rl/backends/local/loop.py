@@ -184,11 +184,13 @@ def train_local(
             log(metrics, step)
             val_acc = metrics.get("val/accuracy", metrics.get("val/score_accuracy"))  # pairwise / pointwise
             val = f"  val acc {val_acc:.2f}" if isinstance(val_acc, float) else ""
+            # no actor update during the critic's warm-up (PPO): say so instead of a pg_loss of nan
+            pg = f"pg_loss {metrics['actor/pg_loss']:+.4f}" if "actor/pg_loss" in metrics else "critic warm-up"
             console.print(
                 f"rl step {step}/{total}: score {metrics['critic/score/mean']:.3f}  "
                 f"acc {metrics.get('reward/correct', float('nan')):.2f}  "
                 f"parse-fail {metrics['reward/parse_failure_rate']:.2f}  "
-                f"pg_loss {metrics.get('actor/pg_loss', float('nan')):+.4f}  {metrics['timing_s/step']:.1f}s{val}"
+                f"{pg}  {metrics['timing_s/step']:.1f}s{val}"
             )
             if step % job.trainer.save_every == 0 or step == total:
                 save_checkpoint(backend, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"])
