@@ -38,8 +38,13 @@ SERVER_ERROR = "server error"
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
-    """Saved records by item id (the last one wins); a line cut short by a crash is dropped."""
-    return {r["item_id"]: r for r in read_jsonl(path) if isinstance(r, dict) and "item_id" in r}
+    """Saved records by item id (the last one wins); a line cut short by a crash is dropped. Records saved
+    before servers were named servers carry `engine_error`: read as `server_error`, so they are retried."""
+    records = {r["item_id"]: r for r in read_jsonl(path) if isinstance(r, dict) and "item_id" in r}
+    for r in records.values():
+        if "engine_error" in r:
+            r["server_error"] = r.pop("engine_error")
+    return records
 
 
 def judgment_fields(item: JudgeItem | PointwiseItem, j: Judgment, reward=None) -> dict[str, Any]:

@@ -111,6 +111,21 @@ def test_server_failures_are_counted_and_retried(tmp_path):
     assert not run2.records[1]["server_error"]
 
 
+def test_a_failure_saved_under_the_old_engine_error_key_is_retried(tmp_path):
+    inner = tiny_server()
+    prompt = get_prompt("rb2_rating")
+    tasks = [Task(RatedAnswer(f"q:{i}", "Name a colour.", a), prompt) for i, a in enumerate(["Red.", "Blue."])]
+    path = tmp_path / "j.jsonl"
+    judge_tasks(CountingServer(inner, fail_when=lambda m: "Blue" in m[0]["content"]), tasks, path, max_new_tokens=4)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for r in lines:  # as a run before the rename saved it
+        r["engine_error"] = r.pop("server_error")
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    healthy = CountingServer(inner)
+    run = judge_tasks(healthy, tasks, path, max_new_tokens=4)
+    assert len(healthy.sent) == 1 and run.counts["reused"] == 1 and not run.records[1]["server_error"]
+
+
 def test_pointwise_correctness_uses_the_rewards_threshold(tmp_path):
     from judge_rl.evaluation.harness import judgment_fields
     from judge_rl.data.pairs import PointwiseItem
