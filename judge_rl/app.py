@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from judge_rl.config import NEUTRAL_KEYS, JobConfig, to_job_config
-from judge_rl.recipes import get_recipe
+from judge_rl.recipes import RECIPES
 from judge_rl.reports.console import console
 from judge_rl.rundir import claim_run_dir
 
@@ -35,4 +35,4 @@ def run_job(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         from judge_rl.backends.verl.launch import dry_run
 
         return dry_run(job, run_dir)
-    return get_recipe(job.algorithm.recipe).run(job, run_dir)
+    return RECIPES.get(job.algorithm.recipe).run(job, run_dir)

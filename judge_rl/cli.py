@@ -19,10 +19,10 @@ from typing import Any, Callable
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from judge_rl.rundir import STATUS_FILE, one_line, read_status, write_status
+from judge_rl.reports.logging import hydra_context
 from judge_rl.reports.schema import hydra_overrides
 
 HINT = "(HYDRA_FULL_ERROR=1 shows the traceback)"
@@ -37,13 +37,6 @@ def _job_dir() -> Path | None:
         return Path(HydraConfig.get().runtime.output_dir)
     except (ValueError, AttributeError):  # not under Hydra (e.g. called directly)
         return None
-
-
-def _is_multirun() -> bool:
-    try:
-        return HydraConfig.get().mode == RunMode.MULTIRUN
-    except ValueError:
-        return False
 
 
 def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
@@ -61,7 +54,7 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
                 write_status(job_dir, "failed", line)
             if _full_error():
                 raise
-            if _is_multirun():
+            if hydra_context()["multirun"]:
                 print(f"judge_rl: sweep point {job_dir} failed: {line}", file=sys.stderr, flush=True)
                 return None  # the sweep goes on; SweepReport lists the failures at its end
             print(f"judge_rl: error: {line} {HINT}", file=sys.stderr, flush=True)

@@ -538,10 +538,10 @@ def validate(job: JobConfig) -> None:
         raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
     if a.kl_ctrl.type not in ("fixed", "adaptive"):
         raise ValueError(f"algorithm.kl_ctrl.type={a.kl_ctrl.type!r}: expected fixed or adaptive")
-    from judge_rl.recipes import get_recipe
+    from judge_rl.recipes import RECIPES
 
     try:
-        recipe = get_recipe(a.recipe)
+        recipe = RECIPES.get(a.recipe)
     except KeyError as e:
         raise ValueError(f"algorithm.recipe={a.recipe!r}: {e.args[0]}") from None
     if not isinstance(a, recipe.config):

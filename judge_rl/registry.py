@@ -6,15 +6,25 @@ instead of a bare KeyError deep inside training.
 
 from __future__ import annotations
 
-from typing import Callable, Generic, TypeVar
+import importlib
+from typing import Callable, Generic, Sequence, TypeVar
 
 T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str):
+    """`modules`: the modules whose import registers the entries, imported on the first lookup (so that a
+    registry of heavy entries, such as training backends, costs nothing until one is asked for)."""
+
+    def __init__(self, kind: str, modules: Sequence[str] = ()):
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self._modules = tuple(modules)
+
+    def _load(self) -> None:
+        while self._modules:  # a module that fails to import stays listed: the next lookup raises its error again
+            importlib.import_module(self._modules[0])
+            self._modules = self._modules[1:]
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorator(obj: T) -> T:
@@ -26,13 +36,16 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> T:
+        self._load()
         try:
             return self._entries[name]
         except KeyError:
             raise KeyError(f"unknown {self.kind} {name!r}; known: {', '.join(sorted(self._entries))}") from None
 
     def names(self) -> list[str]:
+        self._load()
         return sorted(self._entries)
 
     def __contains__(self, name: str) -> bool:
+        self._load()
         return name in self._entries

@@ -8,22 +8,12 @@
                                     would silently replace its files)
 
 A backend is a function `(job, init_model, train_items, messages_fn, score_fn, log, run_dir, *, group_fn,
-eval_fn) -> RLResult`, registered here by name. (Servers, which answer judge prompts, are
+eval_fn) -> RLResult`, registered here by name (`BACKENDS.get(name)`). (Servers, which answer judge prompts, are
 `judge_rl.servers`.)
 """
 
 from judge_rl.registry import Registry
 
-BACKENDS: Registry = Registry("backend")
-# the modules that register backends, imported on first lookup (the local one imports torch and verl's
-# core_algos; the verl one verl's config machinery)
-_MODULES = ("judge_rl.backends.local.loop", "judge_rl.backends.verl.launch")
-
-
-def get_backend(name: str):
-    """The registered backend `name` (`cluster.backend`)."""
-    import importlib
-
-    for module in _MODULES:
-        importlib.import_module(module)
-    return BACKENDS.get(name)
+# the modules that register backends are imported on the first lookup (the local one imports torch and
+# verl's core_algos; the verl one verl's config machinery)
+BACKENDS: Registry = Registry("backend", modules=("judge_rl.backends.local.loop", "judge_rl.backends.verl.launch"))

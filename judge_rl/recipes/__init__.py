@@ -10,7 +10,6 @@ config dataclass types the group (a field the recipe does not know fails at comp
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -27,9 +26,8 @@ class Recipe:
     config: type
 
 
-RECIPES: Registry[Recipe] = Registry("recipe")
-# modules that register recipes, imported on first lookup (they import models, TRL and verl)
-_MODULES = ("judge_rl.recipes.online_rl",)
+# the modules that register recipes are imported on the first lookup (they import models, TRL and verl)
+RECIPES: Registry[Recipe] = Registry("recipe", modules=("judge_rl.recipes.online_rl",))
 
 
 def register_recipe(name: str, config: type) -> Callable:
@@ -40,9 +38,3 @@ def register_recipe(name: str, config: type) -> Callable:
         return fn
 
     return decorator
-
-
-def get_recipe(name: str) -> Recipe:
-    for module in _MODULES:
-        importlib.import_module(module)
-    return RECIPES.get(name)

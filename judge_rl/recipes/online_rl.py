@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judge_rl.backends import get_backend
+from judge_rl.backends import BACKENDS
 from judge_rl.backends.local.loop import latest_checkpoint
 from judge_rl.config import AlgorithmConfig, JobConfig
 from judge_rl.recipes import register_recipe
@@ -44,7 +44,7 @@ def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         found = latest_checkpoint(run_dir / "checkpoints")
         run.logger.drop_steps_after(found[0] if found else 0)
         group_fn = run.reward.combine if getattr(run.reward, "both_orders", False) else None
-        train = get_backend(job.cluster.backend)
+        train = BACKENDS.get(job.cluster.backend)
         rl = train(job, init_model, run.train_items, run.prompt.messages, run.score_fn, run.logger.log, run_dir,
                    group_fn=group_fn, eval_fn=eval_live)
         history = run.logger.history()

@@ -39,7 +39,7 @@ class Completion:
         return cls(text=None, error=error, finished=False)
 
 
-class InferenceEngine(Protocol):
+class JudgeServer(Protocol):
     def complete(self, batch_of_messages: list[list[dict]], *, max_new_tokens: int) -> list[Completion]: ...
 
     def request_key(self, messages: list[dict], max_new_tokens: int) -> str: ...
@@ -59,7 +59,7 @@ from judge_rl.servers.vllm import VLLMServer  # noqa: E402
 
 __all__ = [
     "Completion",
-    "InferenceEngine",
+    "JudgeServer",
     "SERVERS",
     "HFServer",
     "OpenAIServer",

@@ -7,7 +7,7 @@ import pytest
 from conftest import CONF_DIR, compose_config
 
 from judge_rl.config import AlgorithmConfig, to_job_config
-from judge_rl.recipes import RECIPES, get_recipe
+from judge_rl.recipes import RECIPES
 
 ALGORITHMS = sorted(p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml"))
 
@@ -15,12 +15,12 @@ ALGORITHMS = sorted(p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml"))
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_option_names_a_registered_recipe(algorithm):
     job = to_job_config(compose_config(["run_dir=/tmp/x", f"algorithm={algorithm}"]))
-    recipe = get_recipe(job.algorithm.recipe)
+    recipe = RECIPES.get(job.algorithm.recipe)
     assert recipe.name in RECIPES.names() and isinstance(job.algorithm, recipe.config)
 
 
 def test_online_rl_is_typed_by_the_algorithm_config():
-    assert get_recipe("online_rl").config is AlgorithmConfig
+    assert RECIPES.get("online_rl").config is AlgorithmConfig
 
 
 def test_an_unknown_recipe_fails_at_validation_with_the_known_ones():
