@@ -7,7 +7,8 @@ are refused before a model is loaded (see `validate`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -131,6 +132,9 @@ class DataConfig:
     name: str = "synthetic"
     train: DatasetSpec = field(default_factory=DatasetSpec)
     eval: DatasetSpec = field(default_factory=DatasetSpec)
+    # a Bradley-Terry reward model directory (`<bt run_dir>/bt_model`): pairs without a strength get one from its
+    # margin, binned 1..3 by terciles fitted on the training split (Think-J 3.2.2; judge_rl/data/strength_from.py)
+    strength_from: Optional[str] = None
 
 
 @dataclass
@@ -357,19 +361,6 @@ JOB_RANGES = {
     "trainer.eval_subset": ">= 1",
     "trainer.temperature": "> 0",
     "trainer.top_p": "(0, 1]",
-    "algorithm.rollout_n": ">= 1",
-    "algorithm.ppo_epochs": ">= 1",
-    "algorithm.ppo_mini_batch_size": ">= 1",
-    "algorithm.ppo_micro_batch_size": ">= 1",
-    "algorithm.lr": "> 0",
-    "algorithm.clip_ratio": "> 0",
-    "algorithm.kl_loss_coef": ">= 0",
-    "algorithm.grad_clip": "> 0",
-    "algorithm.gamma": "[0, 1]",
-    "algorithm.lam": "[0, 1]",
-    "algorithm.loss_scale_factor": ">= 1",
-    "algorithm.critic.lr": "> 0",
-    "algorithm.critic.warmup_steps": ">= 0",
     "sft.num_examples": ">= 1",
     "sft.epochs": ">= 1",
     "sft.lr": "> 0",
@@ -385,6 +376,22 @@ JOB_RANGES = {
     "cluster.n_gpus_per_node": ">= 1",
     "cluster.nnodes": ">= 1",
     "cluster.rollout_tp": ">= 1",
+}
+# the online RL recipe's `algorithm.*` (other recipes check their own fields, judge_rl/recipes/<method>.py)
+RL_RANGES = {
+    "algorithm.rollout_n": ">= 1",
+    "algorithm.ppo_epochs": ">= 1",
+    "algorithm.ppo_mini_batch_size": ">= 1",
+    "algorithm.ppo_micro_batch_size": ">= 1",
+    "algorithm.lr": "> 0",
+    "algorithm.clip_ratio": "> 0",
+    "algorithm.kl_loss_coef": ">= 0",
+    "algorithm.grad_clip": "> 0",
+    "algorithm.gamma": "[0, 1]",
+    "algorithm.lam": "[0, 1]",
+    "algorithm.loss_scale_factor": ">= 1",
+    "algorithm.critic.lr": "> 0",
+    "algorithm.critic.warmup_steps": ">= 0",
 }
 EVAL_RANGES = {
     **MODEL_RANGES,
@@ -472,6 +479,10 @@ def validate_eval(job: EvalJobConfig) -> None:
         raise ValueError(f"benchmark.on_error={job.benchmark.on_error!r}: expected raise or skip")
     if job.server.name == "openai" and not job.server.base_url:
         raise ValueError("server=openai needs server.base_url (e.g. server.base_url=http://127.0.0.1:8000/v1)")
+    if (job.server.name == "scalar") != (job.judge.prompt == "scalar"):
+        raise ValueError("a Bradley-Terry judge is server=scalar with judge.prompt=scalar (one without the other cannot work)")
+    if job.server.name == "scalar" and job.judge.checkpoint is None:
+        raise ValueError("server=scalar needs judge.checkpoint=<a reward model directory, e.g. <bt run_dir>/bt_model>")
     check_ranges(job, EVAL_RANGES)
     validate_model(job.model, job.judge.checkpoint)
     if job.server.device not in ("auto", "cpu", "cuda"):
@@ -482,14 +493,51 @@ def validate_eval(job: EvalJobConfig) -> None:
 
 
 def to_job_config(cfg: DictConfig) -> JobConfig:
-    """Resolve and type-check a composed config; unknown keys and wrong types raise with the key name."""
-    job: JobConfig = typed_config(cfg, JobConfig)
+    """Resolve and type-check a composed config; unknown keys and wrong types raise with the key name. The
+    `algorithm` node is typed by its recipe's config dataclass (`algorithm.recipe`, judge_rl/recipes/)."""
+    recipe = OmegaConf.select(cfg, "algorithm.recipe", default="online_rl")
+    _refuse_verl_for_offline(recipe, OmegaConf.select(cfg, "cluster.backend", default="local"), cfg.algorithm.get("name"))
+    job: JobConfig = typed_config(cfg, job_schema(recipe))
     validate(job)
     return job
 
 
+def _refuse_verl_for_offline(recipe: str, backend: str, name: str | None) -> None:
+    """Checked before typing too: a verl cluster option sets online-RL batch keys an offline method does not have."""
+    if backend == "verl" and recipe != "online_rl":
+        raise ValueError(f"cluster.backend=verl runs online RL; algorithm={name} (recipe {recipe}) trains in one process "
+                         "with TRL: use cluster=local (cluster.device=cuda on a GPU; scripts/gpu_thinkj_tables.sh)")
+
+
+def get_recipe(name: str):
+    """The registered training recipe `name`; an unknown one fails naming the key and the known recipes."""
+    from judge_rl.recipes import RECIPES
+
+    try:
+        return RECIPES.get(name)
+    except KeyError as e:
+        raise ValueError(f"algorithm.recipe={name!r}: {e.args[0]}") from None
+
+
+def job_schema(recipe_name: str) -> type:
+    """JobConfig with its `algorithm` field typed by the recipe's config (JobConfig itself for online RL)."""
+    return _job_schema(get_recipe(recipe_name).config)
+
+
+@functools.cache
+def _job_schema(algorithm_cls: type) -> type:
+    if algorithm_cls is AlgorithmConfig:
+        return JobConfig
+    return make_dataclass(
+        f"JobConfig_{algorithm_cls.__name__}",
+        [("algorithm", algorithm_cls, field(default_factory=algorithm_cls))],
+        bases=(JobConfig,),
+    )
+
+
 def validate(job: JobConfig) -> None:
-    """Refuse combinations that cannot work, before any model is loaded."""
+    """Refuse combinations that cannot work, before any model is loaded: the keys every recipe reads here, then
+    the recipe's own checks (`Recipe.validate`)."""
     from judge_rl.rewards import build_reward
 
     from judge_rl.data.loaders import check_loader_kwargs
@@ -502,7 +550,33 @@ def validate(job: JobConfig) -> None:
     for split in ("train", "eval"):
         spec = getattr(job.data, split)
         check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")
-    reward = build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
+    if job.data.strength_from is not None:
+        _require_model_dir(job.data.strength_from, "data.strength_from")
+        if not (Path(job.data.strength_from).expanduser() / "bt_metrics.json").exists():
+            raise ValueError(f"data.strength_from={job.data.strength_from}: not a Bradley-Terry model written by algorithm=bt "
+                             "(no bt_metrics.json)")
+    build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
+    a = job.algorithm
+    recipe = get_recipe(a.recipe)
+    if not isinstance(a, recipe.config):
+        raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
+    if job.cluster.backend not in ("local", "verl"):
+        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
+    _refuse_verl_for_offline(a.recipe, job.cluster.backend, a.name)
+    if job.dry_run and job.cluster.backend != "verl":
+        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
+    if job.cluster.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
+    if recipe.validate is not None:
+        recipe.validate(job)
+
+
+def validate_online_rl(job: JobConfig) -> None:
+    """The online RL recipe's `algorithm.*`: ranges, group shapes verl's estimators need, critic and KL."""
+    from judge_rl.rewards import build_reward
+
+    check_ranges(job, RL_RANGES)
+    reward = build_reward(job.reward.name, **job.reward.weights)
     a = job.algorithm
     if (getattr(reward, "both_orders", False) or a.group_both_orders) and (a.rollout_n < 2 or a.rollout_n % 2):
         why = f"reward={job.reward.name}" if getattr(reward, "both_orders", False) else "algorithm.group_both_orders=true"
@@ -538,17 +612,3 @@ def validate(job: JobConfig) -> None:
         raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
     if a.kl_ctrl.type not in ("fixed", "adaptive"):
         raise ValueError(f"algorithm.kl_ctrl.type={a.kl_ctrl.type!r}: expected fixed or adaptive")
-    from judge_rl.recipes import RECIPES
-
-    try:
-        recipe = RECIPES.get(a.recipe)
-    except KeyError as e:
-        raise ValueError(f"algorithm.recipe={a.recipe!r}: {e.args[0]}") from None
-    if not isinstance(a, recipe.config):
-        raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
-    if job.cluster.backend not in ("local", "verl"):
-        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
-    if job.dry_run and job.cluster.backend != "verl":
-        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
-    if job.cluster.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")

@@ -579,3 +579,122 @@ def load_synthetic(
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     count = n if limit is None else min(n, limit)
     return LoadedPairs(generate_pairs(count, seed, split, families, reference=reference))
+
+
+# --------------------------------------------------------------------------- judge_rl's own format
+
+PAIRS_FIELDS = ("pair_id", "source", "question", "chosen", "rejected", "strength", "trace_a", "trace_b", "meta")
+
+
+def _pairs_row_builder() -> Callable[[str, int, dict[str, Any]], PreferencePair]:
+    """A `read_rows` builder for the `pairs` format; it remembers the ids it built, so that a file naming one
+    pair_id twice fails at the second row (SFT, evaluation records and curation all key on pair_id)."""
+    seen: set[str] = set()
+
+    def build(src: str, number: int, record: dict[str, Any]) -> PreferencePair:
+        unknown = sorted(set(record) - set(PAIRS_FIELDS) - {"traces"})
+        if unknown:
+            raise MalformedRow(f"unknown field(s) {', '.join(repr(k) for k in unknown)}; expected {', '.join(PAIRS_FIELDS)}")
+        question, chosen, rejected = (require_text(record, name) for name in ("question", "chosen", "rejected"))
+        if chosen.strip() == rejected.strip():
+            raise MalformedRow("chosen and rejected responses are identical")
+        strength = record.get("strength")
+        if strength is not None:
+            strength = _int(record, "strength")
+            if strength not in (1, 2, 3):
+                raise MalformedRow(f"strength must be null or 1, 2 or 3, got {strength}")
+        meta = record.get("meta")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise MalformedRow(f"field 'meta' is a {type(meta).__name__}, not an object")
+        for name in ("pair_id", "source"):
+            if record.get(name) is not None and not isinstance(record[name], str):
+                raise MalformedRow(f"field {name!r} is a {type(record[name]).__name__}, not a string")
+        pair_source = record.get("source") or src
+        pair_id = record.get("pair_id") or f"{pair_source}-{number}"
+        if pair_id in seen:
+            raise MalformedRow(f"duplicate pair_id {pair_id!r}")
+        seen.add(pair_id)
+        return PreferencePair(
+            pair_id=pair_id,
+            source=pair_source,
+            question=question,
+            chosen=chosen,
+            rejected=rejected,
+            strength=strength,
+            traces=_traces(record),
+            meta=meta,
+        )
+
+    return build
+
+
+@DATASETS.register("pairs")
+def load_pairs(
+    path: str | Path,
+    *,
+    split: str = "train",
+    limit: int | None = None,
+    on_error: OnError = "raise",
+    source: str | None = None,
+    hub_kwargs: dict[str, Any] | None = None,
+) -> LoadedPairs:
+    """judge_rl's own format (what `write_pairs` and `python -m judge_rl.curate` write): one `PreferencePair`
+    per JSON line with the keys pair_id, source, question, chosen, rejected, strength (null or 1..3),
+    trace_a/trace_b (optional gold traces, by the position of `chosen`) and meta (an optional object).
+
+    pair_id and source are kept as written, so a curated file keeps the ids of the pairs it came from; a row
+    without them gets "<source>-<row number>" and `source` or "pairs/<stem>". `source` given here overrides
+    only rows without their own. Two rows with one pair_id are a malformed row ("duplicate pair_id")."""
+    pairs, skipped = read_rows(path, _pairs_row_builder(), dataset="pairs", split=split, limit=limit,
+                               on_error=on_error, source=source, hub_kwargs=hub_kwargs)
+    return LoadedPairs(pairs, skipped)
+
+
+def pair_record(pair: PreferencePair) -> dict[str, Any]:
+    """`pair` as one row of the `pairs` format (every key present; absent traces and strength are null)."""
+    traces = pair.traces or {}
+    return {
+        "pair_id": pair.pair_id,
+        "source": pair.source,
+        "question": pair.question,
+        "chosen": pair.chosen,
+        "rejected": pair.rejected,
+        "strength": pair.strength,
+        "trace_a": traces.get("a"),
+        "trace_b": traces.get("b"),
+        "meta": dict(pair.meta),
+    }
+
+
+def write_pairs(pairs: Sequence[PreferencePair], path: str | Path) -> Path:
+    """Write `pairs` in the `pairs` format (JSON lines, UTF-8) that `load_pairs` reads back equal.
+
+    Atomic: the lines go to a temporary file beside `path`, which then replaces it, so a reader (or a crash)
+    never sees half a file. Refuses a pair_id that occurs twice (the loader would refuse the file) and a meta
+    that is not JSON (named by pair_id), before anything is written."""
+    import os
+    import tempfile
+
+    target = Path(path)
+    seen: set[str] = set()
+    lines = []
+    for pair in pairs:
+        if pair.pair_id in seen:
+            raise ValueError(f"{target}: pair_id {pair.pair_id!r} occurs twice")
+        seen.add(pair.pair_id)
+        try:
+            lines.append(json.dumps(pair_record(pair), ensure_ascii=False, allow_nan=False) + "\n")
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{target}: pair {pair.pair_id!r} cannot be written as JSON ({exc})") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

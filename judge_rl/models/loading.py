@@ -172,31 +172,54 @@ def load_value_model(
     """A critic for PPO: the judge's transformer with a scalar head per token (verl builds its critic
     the same way, AutoModelForTokenClassification with one label), initialised from `checkpoint` or the
     configured source; the head starts random unless the checkpoint is itself a critic."""
-    from transformers import AutoConfig, AutoModelForTokenClassification
+    from transformers import AutoModelForTokenClassification
+
+    return _load_scalar_head(AutoModelForTokenClassification, cfg, cache_dir, device, checkpoint, seed)
+
+
+def load_score_model(
+    cfg: ModelConfig,
+    cache_dir: str | os.PathLike,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    seed: int = 0,
+):
+    """A Bradley-Terry reward model: the judge's transformer with one scalar per sequence, read at its last
+    non-pad token (AutoModelForSequenceClassification, num_labels=1, as TRL's RewardTrainer wants), from
+    `checkpoint` or the configured source; the head starts random unless the checkpoint is a reward model."""
+    from transformers import AutoModelForSequenceClassification
+
+    model = _load_scalar_head(AutoModelForSequenceClassification, cfg, cache_dir, device, checkpoint, seed)
+    if model.config.pad_token_id is None:  # the classifier finds each sequence's last token by the pad id
+        model.config.pad_token_id = load_tokenizer(cfg, cache_dir).pad_token_id
+    return model
+
+
+def _load_scalar_head(auto_cls, cfg: ModelConfig, cache_dir, device: torch.device, checkpoint, seed: int):
+    from transformers import AutoConfig
 
     dtype = _dtype(cfg.dtype)
     if checkpoint is None and cfg.source == "tiny_random":
         lm = load_model(cfg, cache_dir, torch.device("cpu"), seed=seed)
-        config = AutoConfig.for_model(**{**lm.config.to_dict(), "num_labels": 1})
+        labels = {k: v for k, v in lm.config.to_dict().items() if k not in ("id2label", "label2id")}
+        config = AutoConfig.for_model(**{**labels, "num_labels": 1})
         with torch.random.fork_rng():
             torch.manual_seed(seed + 1)
-            critic = AutoModelForTokenClassification.from_config(config).to(dtype)
-        critic.model.load_state_dict(lm.model.state_dict())
-        if device.type == "cpu":
-            use_gqa_sdpa(critic)
-        return critic.to(device)
-    if checkpoint is not None:
-        path = checkpoint
-    elif cfg.source == "gguf_package":
-        path = converted_gguf_dir(cfg, cache_dir)
+            model = auto_cls.from_config(config).to(dtype)
+        model.model.load_state_dict(lm.model.state_dict())
     else:
-        path = cfg.path
-    with torch.random.fork_rng():
-        torch.manual_seed(seed + 1)
-        critic = AutoModelForTokenClassification.from_pretrained(path, num_labels=1, dtype=dtype)
+        if checkpoint is not None:
+            path = checkpoint
+        elif cfg.source == "gguf_package":
+            path = converted_gguf_dir(cfg, cache_dir)
+        else:
+            path = cfg.path
+        with torch.random.fork_rng():
+            torch.manual_seed(seed + 1)
+            model = auto_cls.from_pretrained(path, num_labels=1, dtype=dtype)
     if device.type == "cpu":
-        use_gqa_sdpa(critic)
-    return critic.to(device)
+        use_gqa_sdpa(model)
+    return model.to(device)
 
 
 def save_model(model, tokenizer, target: Path) -> None:

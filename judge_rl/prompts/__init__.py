@@ -13,8 +13,12 @@
   benchmark authors' prompts for generative judges (judge_rl/prompts/benchmarks.py, no `<think>` block):
     "rewardbench_pairwise" "[[A]]"/"[[B]]";  "rb2_choice" "[[A]]".."[[D]]" (kind "choice");
     "rb2_rating", "rb2_rating_ties" a final 1-10 rating (pointwise)
+  without thinking (Think-J Table 3's "w/o CoT" rows): "strength_direct", "binary_direct" (the verdict line alone)
+  scalar judges: "scalar" (pointwise): the question and one response as a conversation a Bradley-Terry
+    reward model scores (judge_rl/servers/scalar.py); the score is read back as a real number
 
-Every judge_rl output starts with a `<think>...</think>` block; a prompt's `kind` says which item it renders.
+Every judge_rl output of a generative prompt starts with a `<think>...</think>` block, except the `_direct` ones; a
+prompt's `kind` says which item it renders.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from judge_rl.prompts import margin as _margin  # noqa: F401  (registers "margin
 from judge_rl.prompts import judgelrm as _judgelrm  # noqa: F401  (registers "judgelrm")
 from judge_rl.prompts import openjudge as _openjudge  # noqa: F401  (registers "pairwise_tag" and "pointwise")
 from judge_rl.prompts import benchmarks as _benchmarks  # noqa: F401  (benchmark authors' prompts)
+from judge_rl.prompts import scalar as _scalar  # noqa: F401  (registers "scalar", a reward model's conversation)
 
 
 def get_prompt(name: str) -> AnyPrompt:

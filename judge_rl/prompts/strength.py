@@ -171,6 +171,10 @@ class ThinkVerdictPrompt(JudgePrompt):
         after, error = split_think(text)
         if error is not None:
             return Judgment.failure(error)
+        return self._parse_verdict(after)
+
+    def _parse_verdict(self, after: str) -> Judgment:
+        """Rules 7-9 on the text after the thinking: one line, exactly the verdict template."""
         lines = [line.strip() for line in after.splitlines() if line.strip()]
         verdict_like = [i for i, line in enumerate(lines) if _VERDICT_LIKE.search(line)]
         if len(verdict_like) > 1:
@@ -217,3 +221,45 @@ class BinaryPrompt(ThinkVerdictPrompt):
 
     def verdict(self, winner: str, strength: int | None = None) -> str:
         return binary_verdict_line(winner)
+
+
+DIRECT_STRENGTH_INSTRUCTION = (
+    "Do not explain. Write exactly one line:\n"
+    "Therefore, Response (x) is better, and the strength is [[k]].\n"
+    "x is a or b; k is 1 (slightly better), 2 (better) or 3 (much better)."
+)
+DIRECT_BINARY_INSTRUCTION = "Do not explain. Write exactly one line:\nTherefore, Response (x) is better.\nx is a or b."
+
+
+class DirectVerdictMixin:
+    """The verdict without thinking (Think-J Table 3's "w/o CoT" rows: direct prompting and SFT on verdicts
+    alone): the same question and responses, an instruction asking for the final line only, and a parser that
+    reads the whole output as rules 7-9 read the text after `</think>` (an empty output is "empty output")."""
+
+    direct_instruction: ClassVar[str]
+
+    def messages(self, item: JudgeItem) -> list[Message]:
+        return pairwise_messages(item, self.direct_instruction)
+
+    def output(self, thinking: str | None, winner: str, strength: int | None = None) -> str:
+        """The gold output: the verdict line alone (`thinking` is dropped)."""
+        return self.verdict(winner, strength)
+
+    def parse(self, text: str) -> Judgment:
+        if not text.strip():
+            return Judgment.failure(EMPTY_OUTPUT)
+        return self._parse_verdict(text)
+
+
+@register_prompt("strength_direct")
+class StrengthDirectPrompt(DirectVerdictMixin, StrengthPrompt):
+    """`strength` without thinking: the line `Therefore, Response (a) is better, and the strength is [[k]].`"""
+
+    direct_instruction = DIRECT_STRENGTH_INSTRUCTION
+
+
+@register_prompt("binary_direct")
+class BinaryDirectPrompt(DirectVerdictMixin, BinaryPrompt):
+    """`binary` without thinking: the line `Therefore, Response (a) is better.`"""
+
+    direct_instruction = DIRECT_BINARY_INSTRUCTION

@@ -6,6 +6,13 @@ A recipe reads top to bottom (setup, train, evaluate, report), calls the shared 
 config dataclass types the group (a field the recipe does not know fails at composition).
 
     online_rl   judge_rl/recipes/online_rl.py   SFT init -> GRPO / PPO / REINFORCE++ / RLOO -> evaluation
+    direct      judge_rl/recipes/direct.py      no training: the prompted judge (Think-J Table 3 "Direct Prompt")
+    sft         judge_rl/recipes/sft.py         SFT on verdicts (sft_direct) or on rejection-sampled traces (sft_cot)
+    dpo_critic  judge_rl/recipes/dpo_critic.py  Think-J's critic-guided offline learning: critic traces -> DPO + SFT
+    bt          judge_rl/recipes/bt.py          a Bradley-Terry reward model (TRL RewardTrainer), scored as a judge
+
+Each recipe names its final judge's evaluation stage in results.json (`final_stage`), so a report column
+`judge/held_out/<metric>` reads the judge each method produced, whatever the method.
 """
 
 from __future__ import annotations
@@ -19,22 +26,33 @@ from judge_rl.registry import Registry
 
 @dataclass(frozen=True)
 class Recipe:
-    """A training method: `run(job, run_dir) -> results` and the dataclass that types its `algorithm` node."""
+    """A training method: `run(job, run_dir) -> results`, the dataclass that types its `algorithm` node, and
+    `validate(job)`, its own checks of a composed job (run before any model loads; None: none)."""
 
     name: str
     run: Callable[[Any, Path], dict[str, Any]]
     config: type
+    validate: Callable[[Any], None] | None = None
 
 
 # the modules that register recipes are imported on the first lookup (they import models, TRL and verl)
-RECIPES: Registry[Recipe] = Registry("recipe", modules=("judge_rl.recipes.online_rl",))
+RECIPES: Registry[Recipe] = Registry(
+    "recipe",
+    modules=(
+        "judge_rl.recipes.online_rl",
+        "judge_rl.recipes.direct",
+        "judge_rl.recipes.sft",
+        "judge_rl.recipes.dpo_critic",
+        "judge_rl.recipes.bt",
+    ),
+)
 
 
-def register_recipe(name: str, config: type) -> Callable:
+def register_recipe(name: str, config: type, validate: Callable[[Any], None] | None = None) -> Callable:
     """Decorator: register `fn(job, run_dir) -> results` as the recipe `name`, typed by `config`."""
 
     def decorator(fn: Callable) -> Callable:
-        RECIPES.register(name)(Recipe(name, fn, config))
+        RECIPES.register(name)(Recipe(name, fn, config, validate))
         return fn
 
     return decorator

@@ -14,14 +14,14 @@ from typing import Any
 
 from judge_rl.backends import BACKENDS
 from judge_rl.backends.local.loop import latest_checkpoint
-from judge_rl.config import AlgorithmConfig, JobConfig
+from judge_rl.config import AlgorithmConfig, JobConfig, validate_online_rl
 from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import compare, evaluate, live_evaluator, report, setup, sft_init
 from judge_rl.reports.console import console
 from judge_rl.reports.summary import reward_curve
 
 
-@register_recipe("online_rl", config=AlgorithmConfig)
+@register_recipe("online_rl", config=AlgorithmConfig, validate=validate_online_rl)
 def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     # setup: everything that can fail on a bad config or bad data fails before a model loads
     run = setup(job, run_dir)
@@ -61,4 +61,4 @@ def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
 
     # did RL help? both orders, with the noise of the held-out set
     compare(run, "sft" if "sft" in run.held_out else "base", "rl")
-    return report(run, plot="rl" in job.stages)
+    return report(run, final="rl", plot="rl" in job.stages)

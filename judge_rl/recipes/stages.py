@@ -28,6 +28,7 @@ from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, evalu
 from judge_rl.evaluation.metrics import consistent_by_pair, paired_bootstrap
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
 from judge_rl.prompts import get_prompt
+from judge_rl.prompts.scalar import SignRule
 from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.plots import write_plots
@@ -51,6 +52,34 @@ def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
     if not pairs:
         raise ValueError(f"data.{split} ({spec.loader}, {spec.kwargs}) gave no pairs")
     return list(pairs)
+
+
+def judge_prompt_name(job: JobConfig, reward) -> str:
+    """The prompt the judge is asked with: the reward's (what RL pays for), its verdict-only variant
+    (`<prompt>_direct`) when the method sets `algorithm.thinking=false`, or `scalar` for a reward model."""
+    a = job.algorithm
+    if getattr(a, "scalar", False):
+        return "scalar"
+    if getattr(a, "thinking", True) is False:
+        return f"{reward.prompt}_direct"
+    return reward.prompt
+
+
+def validate_judge_prompt(job: JobConfig) -> None:
+    """The judge's prompt exists (a reward without a verdict-only variant cannot run `thinking=false`)."""
+    from judge_rl.prompts import PROMPTS
+
+    reward = build_reward(job.reward.name, **job.reward.weights)
+    name = judge_prompt_name(job, reward)
+    if name not in PROMPTS:
+        raise ValueError(f"algorithm.thinking=false asks reward={job.reward.name} for the prompt {name!r}, which does not "
+                         f"exist; verdict-only prompts: {', '.join(n for n in PROMPTS.names() if n.endswith('_direct'))}")
+
+
+def online_pairs(job: JobConfig) -> int:
+    """How many training pairs online RL judges (`trainer.total_steps` x `trainer.prompts_per_step`): the
+    default data budget of the offline methods, so a Table 3 / Table 4 row differs by method, not by data."""
+    return job.trainer.total_steps * job.trainer.prompts_per_step
 
 
 def judging_mode(prompt) -> str:
@@ -95,7 +124,7 @@ class Run:
 
     job: JobConfig
     run_dir: Path
-    reward: Any
+    reward: Any  # what RL pays (job.reward); with a scalar judge, the rule that reads a score on a label scale
     prompt: Any
     mode: str
     score_fn: Callable
@@ -123,7 +152,7 @@ def setup(job: JobConfig, run_dir: Path) -> Run:
     if job.cluster.threads:
         torch.set_num_threads(job.cluster.threads)
     reward = build_reward(job.reward.name, **job.reward.weights)
-    prompt = get_prompt(reward.prompt)
+    prompt = get_prompt(judge_prompt_name(job, reward))
     # published benchmarks judged at each eval stage; an unknown name fails here, before any model loads
     limit = {} if job.eval.benchmark_limit is None else {"limit": job.eval.benchmark_limit}
     benchmark_specs = [load_benchmark_config(name, **limit) for name in job.eval.benchmarks]
@@ -139,10 +168,20 @@ def setup(job: JobConfig, run_dir: Path) -> Run:
     if job.eval.limit is not None:
         eval_pairs = eval_pairs[: job.eval.limit]
     eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, max_len, "eval", mode)
+    results = new_results("main", run_dir)  # saved after each stage
+    if job.data.strength_from:  # Think-J 3.2.2: strengths from a BT model's margin, terciles of the training split
+        from judge_rl.data.strength_from import label_strengths
+
+        train_pairs, eval_pairs, info = label_strengths(train_pairs, eval_pairs, job.data.strength_from, job, tokenizer,
+                                                        resolve_device(job.cluster.device))
+        results["data"] = {"strength_from": info}
+        console.print(f"data.strength_from: {info['labelled']['train']} train / {info['labelled']['eval']} held-out pairs "
+                      f"labelled, margin edges {info['edges'][0]:.3f} / {info['edges'][1]:.3f}, strengths "
+                      f"{info['strengths']['train']} (train)")
     return Run(
         job=job,
         run_dir=run_dir,
-        reward=reward,
+        reward=SignRule() if prompt.name == "scalar" else reward,
         prompt=prompt,
         mode=mode,
         score_fn=functools.partial(compute_score, reward_name=job.reward.name, **job.reward.weights),
@@ -152,7 +191,7 @@ def setup(job: JobConfig, run_dir: Path) -> Run:
         train_items=training_items(train_pairs, prompt, job.seed),
         eval_pairs=eval_pairs,
         logger=MetricsLogger(run_dir, job.logger, asdict(job)),
-        results=new_results("main", run_dir),  # saved after each stage
+        results=results,
         t_start=time.perf_counter(),
     )
 
@@ -176,12 +215,15 @@ def _judge_pairs(run: Run, server, pairs, out_dir: Path, label: str) -> dict[str
     return out
 
 
-def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None) -> None:
+def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None, server=None) -> None:
     """The judge at `checkpoint` (None: the base model) on the held-out pairs in both orders and on each of
-    `eval.benchmarks`, greedy; judgments under eval/<stage>/, reused on resume."""
+    `eval.benchmarks`, greedy; judgments under eval/<stage>/, reused on resume. `server`: another way to run
+    the judge (e.g. a reward model's `ScalarServer`) instead of generating with the causal LM at `checkpoint`."""
     job = run.job
-    model = load_model(job.model, job.cache_dir, run.device, checkpoint=checkpoint, seed=job.seed)
-    server = HFServer(model, run.tokenizer, job.eval.batch_size, name=job.model.name)
+    model = None
+    if server is None:
+        model = load_model(job.model, job.cache_dir, run.device, checkpoint=checkpoint, seed=job.seed)
+        server = HFServer(model, run.tokenizer, job.eval.batch_size, name=job.model.name)
     t = time.perf_counter()
     out = _judge_pairs(run, server, run.eval_pairs, run.run_dir / "eval" / stage, label)
     out["seconds"] = time.perf_counter() - t
@@ -271,9 +313,11 @@ def compare(run: Run, baseline: str, candidate: str) -> None:
     )
 
 
-def report(run: Run, plot: bool = False) -> dict[str, Any]:
-    """The closing summary: learning-curve PNGs from every logged step (`plot`), the stage table, wall time,
-    results.json; then fail if a score was withheld (everything is saved by then)."""
+def report(run: Run, final: str, plot: bool = False) -> dict[str, Any]:
+    """The closing summary: which evaluation stage holds the judge this recipe produced (`final`, read by
+    report columns `judge/...`), learning-curve PNGs from every logged step (`plot`), the stage table, wall
+    time, results.json; then fail if a score was withheld (everything is saved by then)."""
+    run.results["final_stage"] = final
     plots: list[Path] = []
     if plot:
         plots = write_plots(run.logger.history(), run.run_dir)

@@ -12,7 +12,7 @@ records:
      "evaluations": {<stage>: {"held_out": <evaluation>, "benchmarks": {<name>: <evaluation>}}},
      "training": {"sft": {...}, "rl": {"steps", "seconds_per_step", "reward_curve", "rewards", ...}},
      "comparisons": {"rl_minus_sft": {"consistent_accuracy": {"diff", "low", "high", "n", "level"}}},
-     "plots": [...], "wall_s": float}
+     "plots": [...], "wall_s": float, "final_stage": <stage>}
 
   where an <evaluation> is ``{"official", "metrics", "by_subset", "ci", "counts",
   "parse_failure_reasons", "scoring"}``: the benchmark authors' score(s) (None for held-out pairs), the
@@ -23,7 +23,9 @@ records:
 `read_run(run_dir)` reads all of it back as one `RunRecord`, whose `cells` are the flat metric names a
 report table selects (`rl/held_out/consistent_accuracy`, `rl/llmbar_natural/official/accuracy`,
 `training/rl/seconds_per_step`, `rl_minus_sft/consistent_accuracy`, `wall_s`, ...); an interval of a cell
-is the cell named ``<name>_ci`` (a ``[low, high]`` pair).
+is the cell named ``<name>_ci`` (a ``[low, high]`` pair). `final_stage` names the stage that evaluated the judge
+the run's recipe produced (`rl`, `dpo`, `bt`, `sft_cot`, ...); its cells are repeated as `judge/...` (and its
+comparisons as `judge_minus_<baseline>/...`), so one table compares methods whose stages are named differently.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ TITLES = {
     "training/rl/reward_last_mean": "reward last",
     "rl_minus_sft/consistent_accuracy": "RL-SFT consistent",
     "rl_minus_base/consistent_accuracy": "RL-base consistent",
+    "judge_minus_sft/consistent_accuracy": "judge-SFT consistent",
 }
 # a report's default columns when none are configured (those a run lacks show as "-")
 DEFAULT_REPORT_COLUMNS = (
@@ -309,6 +312,13 @@ def flat_cells(doc: dict[str, Any]) -> dict[str, Any]:
             cells[f"{name}/{metric}_ci"] = [gain["low"], gain["high"]]
     if doc.get("wall_s") is not None:
         cells["wall_s"] = doc["wall_s"]
+    final = doc.get("final_stage")
+    if final:  # the judge the recipe produced, whatever its stage is called: judge/..., judge_minus_<baseline>/...
+        for name, value in list(cells.items()):
+            if name.startswith(f"{final}/"):
+                cells[f"judge/{name[len(final) + 1:]}"] = value
+            elif name.startswith(f"{final}_minus_"):
+                cells[f"judge_minus_{name[len(final) + 7:]}"] = value
     return cells
 
 

@@ -52,10 +52,11 @@ def stable_hash(payload: Any) -> str:
 
 SERVERS: Registry = Registry("server")
 
-# Imported for their registrations ("hf", "openai", "vllm").
+# Imported for their registrations ("hf", "openai", "vllm", "scalar").
 from judge_rl.servers.hf import HFServer  # noqa: E402
 from judge_rl.servers.openai import OpenAIServer  # noqa: E402
 from judge_rl.servers.vllm import VLLMServer  # noqa: E402
+from judge_rl.servers.scalar import ScalarServer  # noqa: E402
 
 __all__ = [
     "Completion",
@@ -63,6 +64,7 @@ __all__ = [
     "SERVERS",
     "HFServer",
     "OpenAIServer",
+    "ScalarServer",
     "VLLMServer",
     "build_server",
     "stable_hash",

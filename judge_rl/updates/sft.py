@@ -97,19 +97,22 @@ class _Progress(TrainerCallback):
         self.advance(1)
 
 
-def sft_cache_key(job: JobConfig, examples: list[dict]) -> str:
+def sft_cache_key(job: JobConfig, examples: list[dict], init: Path | None = None) -> str:
+    extra = {} if init is None else {"init": str(Path(init).resolve())}
     payload = json.dumps(
-        {"model": asdict(job.model), "sft": asdict(job.sft), "seed": job.seed, "examples": examples}, sort_keys=True
+        {"model": asdict(job.model), "sft": asdict(job.sft), "seed": job.seed, "examples": examples, **extra}, sort_keys=True
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = None) -> tuple[Path, dict]:
-    """Train (or reuse) the SFT-initialised judge; returns its model directory and metrics."""
+def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = None, init: Path | None = None,
+            name: str | None = None) -> tuple[Path, dict]:
+    """Train (or reuse) a judge by SFT on `examples` (with `job.sft`'s optimisation), from `init` (a model
+    directory) or the configured model; returns its model directory and metrics. `name` labels the progress bar."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    key = sft_cache_key(job, examples)
+    key = sft_cache_key(job, examples, init)
     root = output_root or Path(job.cache_dir).expanduser() / "sft"
     target = root / f"{job.model.name}-{key}"
     metrics_file = target / "sft_metrics.json"
@@ -119,7 +122,7 @@ def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = Non
     device = resolve_device(job.cluster.device)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
     tokenizer.padding_side = "right"
-    model = load_model(job.model, job.cache_dir, device, seed=job.seed)
+    model = load_model(job.model, job.cache_dir, device, checkpoint=init, seed=job.seed)
     work = root / f".{target.name}-work"
     args = SFTConfig(
         output_dir=str(work),
@@ -145,7 +148,7 @@ def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = Non
     t = time.perf_counter()
     resume = any(work.glob("checkpoint-*"))  # a crashed SFT resumes from TRL's last checkpoint
     total = job.sft.epochs * -(-len(examples) // job.sft.batch_size)
-    with progress_bar("sft", total) as advance:
+    with progress_bar(name or "sft", total) as advance:
         trainer.add_callback(_Progress(advance))
         result = trainer.train(resume_from_checkpoint=True if resume else None)
     elapsed = time.perf_counter() - t
