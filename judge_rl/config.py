@@ -173,6 +173,9 @@ class TrainerConfig:
 @dataclass
 class SFTConfig:
     enabled: bool = True
+    # where the init's gold traces come from (e.g. a curated set: loader pairs, `python -m judge_rl.curate`);
+    # null: data.train, the pairs RL trains on
+    data: Optional[DatasetSpec] = None
     num_examples: int = 160
     epochs: int = 1
     lr: float = 5e-5
@@ -550,6 +553,8 @@ def validate(job: JobConfig) -> None:
     for split in ("train", "eval"):
         spec = getattr(job.data, split)
         check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")
+    if job.sft.data is not None:
+        check_loader_kwargs(job.sft.data.loader, dict(job.sft.data.kwargs), "sft.data")
     if job.data.strength_from is not None:
         _require_model_dir(job.data.strength_from, "data.strength_from")
         if not (Path(job.data.strength_from).expanduser() / "bt_metrics.json").exists():

@@ -22,6 +22,9 @@ from conftest import REPO_ROOT, compose_config
 from test_cli import finish, judge_rl
 
 SWEEPS = sorted(p.stem for p in (REPO_ROOT / "sweeps").glob("*.yaml"))
+# methods that need a judge which already writes the verdict format (the tiny random model never does): they
+# fail in one line, and the report shows them as failed rows (tests/recipes/test_methods.py)
+TINY_FAILS = {"algorithm=sft_cot": "nothing to keep", "algorithm=dpo_critic": "no pair kept"}
 
 
 def sweep_points(name: str) -> list[list[str]]:
@@ -60,6 +63,10 @@ def check_report_against_run_dirs(sweep_dir: Path, columns: list[str]) -> None:
             stage, name, metric = "rl", "held_out", "consistent_accuracy"
             if "rl" in results["evaluations"] and f"{stage}/{name}/{metric}" in columns:
                 assert record.cells[f"{stage}/{name}/{metric}"] == results["evaluations"][stage][name]["metrics"][metric]
+            final = results.get("final_stage")
+            if final in results["evaluations"] and f"judge/{name}/{metric}" in columns:
+                expected_value = results["evaluations"][final][name]["metrics"].get(metric)
+                assert record.cells.get(f"judge/{name}/{metric}") == expected_value
 
 
 @pytest.mark.parametrize("name", [s for s in SWEEPS if s != "thinkj_table9"])
@@ -68,8 +75,16 @@ def test_every_sweep_runs_in_smoke_mode_and_its_report_matches_the_run_dirs(tmp_
     points = sweep_points(name)
     assert len(points) >= 2
     for i, point in enumerate(points):
-        results = run_point(sweep_dir / str(i), [f"+sweeps={name}", "debug=tiny", *point])
-        assert results["schema"] == SCHEMA and results["training"]["rl"]["steps"] == 2
+        overrides = [f"+sweeps={name}", "debug=tiny", *point]
+        fails = next((TINY_FAILS[o] for o in point if o in TINY_FAILS), None)
+        if fails:  # a failed point is a row of the table that says so
+            with pytest.raises(ValueError, match=fails):
+                run_point(sweep_dir / str(i), overrides)
+            continue
+        results = run_point(sweep_dir / str(i), overrides)
+        assert results["schema"] == SCHEMA and results["final_stage"] in results["evaluations"]
+        if "rl" in results["training"]:
+            assert results["training"]["rl"]["steps"] == 2
     cfg = compose_config([f"+sweeps={name}", "debug=tiny"])
     columns = list(cfg.report.columns or DEFAULT_REPORT_COLUMNS)
     files = write_report([sweep_dir], sweep_dir, columns=columns, paper=cfg.report.paper, chart=cfg.report.chart)

@@ -35,7 +35,7 @@ from judge_rl.config import JobConfig, check_ranges
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.models.loading import load_model, save_model
 from judge_rl.recipes import register_recipe
-from judge_rl.recipes.stages import Run, compare, evaluate, online_pairs, report, setup, sft_init
+from judge_rl.recipes.stages import Run, compare, evaluate, init_items, online_pairs, report, setup, sft_init
 from judge_rl.reports.console import console, progress_bar
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.rollouts import encode_chat
@@ -112,9 +112,10 @@ def critic_messages(prompt, item: JudgeItem, winner: str, strength: int | None) 
 
 
 def critic_examples(run: Run, limit: int) -> list[dict]:
-    """SFT examples for the critic: each training pair in both orders, its gold trace after its gold verdict."""
+    """SFT examples for the critic: each init pair (`sft.data`, else data.train) in both orders, its gold trace after
+    its gold verdict."""
     examples = []
-    for it in run.train_items:
+    for it in init_items(run):
         for shown in (it, it.swapped()):
             trace = trace_for_prompt(shown, run.prompt)
             if trace is not None and len(examples) < limit:

@@ -44,14 +44,29 @@ from judge_rl.updates.sft import run_sft, sft_examples
 
 def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
     """`data.<split>` loaded; malformed rows are skipped and counted, an empty split fails with its name."""
-    spec = getattr(job.data, split)
+    return load_spec(getattr(job.data, split), f"data.{split}")
+
+
+def load_spec(spec, key: str) -> list[PreferencePair]:
+    """The pairs of a DatasetSpec (`key` names it in messages)."""
     pairs = load_dataset_pairs(spec.loader, **spec.kwargs)
     skipped = getattr(pairs, "skipped", None)
     if skipped:
-        console.print(f"[yellow]data.{split}: skipped {len(skipped)} malformed rows, e.g. {skipped[0]}[/yellow]")
+        console.print(f"[yellow]{key}: skipped {len(skipped)} malformed rows, e.g. {skipped[0]}[/yellow]")
     if not pairs:
-        raise ValueError(f"data.{split} ({spec.loader}, {spec.kwargs}) gave no pairs")
+        raise ValueError(f"{key} ({spec.loader}, {spec.kwargs}) gave no pairs")
     return list(pairs)
+
+
+def init_items(run: "Run") -> list:
+    """The items whose gold traces train the thinking initialisation (and dpo_critic's critic): `sft.data`
+    (a curated set, e.g. LIMJ-style from `python -m judge_rl.curate`) when set, else the RL training items."""
+    job = run.job
+    if job.sft.data is None:
+        return run.train_items
+    pairs = fit_to_context(load_spec(job.sft.data, "sft.data"), run.tokenizer, run.prompt.messages,
+                           job.model.max_prompt_length, "sft.data", run.mode)
+    return training_items(pairs, run.prompt, job.seed)
 
 
 def judge_prompt_name(job: JobConfig, reward) -> str:
@@ -283,7 +298,7 @@ def live_evaluator(run: Run) -> Callable[[Any, int], dict[str, float]] | None:
 
 def sft_init(run: Run) -> Path:
     """The thinking initialisation (Think-J 3.1): SFT on `sft.num_examples` gold traces, cached and reused."""
-    examples = sft_examples(run.train_items, run.prompt, run.job.sft.num_examples)
+    examples = sft_examples(init_items(run), run.prompt, run.job.sft.num_examples)
     init_model, metrics = run_sft(run.job, examples)
     run.results["training"]["sft"] = metrics
     run.save()

@@ -51,6 +51,10 @@ def trace_for_prompt(item: JudgeItem | PointwiseItem, prompt) -> str | None:
     """
     if isinstance(item, PointwiseItem):
         return pointwise_trace(item, prompt)
+    if hasattr(prompt, "direct_instruction"):  # a verdict-only prompt: the labels are enough, no trace needed
+        if item.pair.strength is None and prompt.name == "strength_direct":
+            return None
+        return prompt.output(None, item.chosen_position, item.pair.strength)
     trace = item.trace
     if not trace:
         return None
