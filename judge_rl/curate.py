@@ -3,7 +3,9 @@
 Think-J (Huang et al., 2025, section 3.1) initialises its judge on 707 judgments chosen from a larger
 preference pool by three filters, in this order; this module implements them for any preference source
 (`data.loader` + `data.kwargs`, judge_rl.data.loaders) and writes judge_rl's own `pairs` JSONL, which the SFT
-init reads back (`data.train.loader=pairs '~data.train.kwargs' '+data.train.kwargs={path: <output>}'`).
+init reads back as its own set of traces (`sft.data={loader: pairs, kwargs: {path: <output>}}`, RL still training
+on data.train), or as the whole training split (`data.train.loader=pairs '~data.train.kwargs'
+'+data.train.kwargs={path: <output>}'`).
 
     python -m judge_rl.curate model=smollm2-135m data.kwargs.n=2048 limit=707
     python -m judge_rl.curate data.loader=skywork_preference '~data.kwargs' '+data.kwargs={path: skywork.parquet}' \

@@ -20,7 +20,6 @@ on any benchmark, and `data.strength_from=<run_dir>/bt_model` labels strengths w
 from __future__ import annotations
 
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Optional
@@ -30,8 +29,9 @@ from judge_rl.models.loading import load_score_model, save_model
 from judge_rl.prompts.scalar import scalar_messages
 from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import Run, evaluate, online_pairs, report, setup
-from judge_rl.reports.console import console, progress_bar
+from judge_rl.reports.console import console
 from judge_rl.servers.scalar import ScalarServer, scalar_ids
+from judge_rl.updates.trl_run import steps_for, train, trl_args
 
 
 @dataclass
@@ -100,7 +100,6 @@ def train_bt(run: Run) -> tuple[Path, dict[str, float]]:
     import json
 
     from datasets import Dataset
-    from transformers import TrainerCallback
     from trl import RewardConfig, RewardTrainer
 
     job, a = run.job, run.job.algorithm
@@ -111,50 +110,22 @@ def train_bt(run: Run) -> tuple[Path, dict[str, float]]:
     rows, too_long = bt_rows(run)
     model = load_score_model(job.model, job.cache_dir, run.device, seed=job.seed)
     work = run.run_dir / "bt_work"
-    steps_per_epoch = -(-len(rows) // a.batch_size)
-    args = RewardConfig(
-        output_dir=str(work),
-        num_train_epochs=a.epochs,
-        learning_rate=a.lr,
-        per_device_train_batch_size=a.batch_size,
-        warmup_steps=round(a.warmup_ratio * a.epochs * steps_per_epoch),
-        lr_scheduler_type="cosine",
-        max_length=a.max_length,
-        center_rewards_coefficient=a.center_rewards_coefficient,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=10,
-        save_total_limit=1,
-        report_to="none",
-        seed=job.seed,
-        use_cpu=run.device.type == "cpu",
-        bf16=False,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-    )
+    steps = steps_for(len(rows), a.batch_size, a.epochs)
+    args = trl_args(RewardConfig, work, run.device, lr=a.lr, epochs=a.epochs, batch_size=a.batch_size,
+                    max_length=a.max_length, seed=job.seed, warmup_steps=round(a.warmup_ratio * steps),
+                    center_rewards_coefficient=a.center_rewards_coefficient)
     trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=run.tokenizer)
-
-    class Progress(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            advance(1)
-
-    t = time.perf_counter()
-    with progress_bar("bt", a.epochs * steps_per_epoch) as advance:
-        trainer.add_callback(Progress())
-        result = trainer.train(resume_from_checkpoint=True if any(work.glob("checkpoint-*")) else None)
-    elapsed = time.perf_counter() - t
-    logs = [h for h in trainer.state.log_history if "loss" in h]
-    steps = max(1, trainer.state.global_step)
+    summary = train(trainer, work, "bt", steps)
     metrics = {
-        "bt/steps": float(steps),
+        "bt/steps": summary["steps"],
         "bt/pairs": float(len(rows)),
         "bt/pairs_too_long": float(too_long),
-        "bt/loss_first": float(logs[0]["loss"]) if logs else float("nan"),
-        "bt/loss_last": float(logs[-1]["loss"]) if logs else float("nan"),
-        "bt/train_loss": float(result.training_loss),
-        "bt/train_accuracy_last": float(logs[-1].get("accuracy", float("nan"))) if logs else float("nan"),
-        "bt/seconds": elapsed,
-        "bt/seconds_per_step": elapsed / steps,
+        "bt/loss_first": summary["loss_first"],
+        "bt/loss_last": summary["loss_last"],
+        "bt/train_loss": summary["train_loss"],
+        "bt/train_accuracy_last": summary.get("last/accuracy", float("nan")),
+        "bt/seconds": summary["seconds"],
+        "bt/seconds_per_step": summary["seconds_per_step"],
     }
     save_model(trainer.model, run.tokenizer, target)
     metrics_file.write_text(json.dumps(metrics, indent=2))

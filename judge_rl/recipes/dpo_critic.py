@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,11 +35,12 @@ from judge_rl.data.pairs import JudgeItem
 from judge_rl.models.loading import load_model, save_model
 from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import Run, compare, evaluate, init_items, online_pairs, report, setup, sft_init
-from judge_rl.reports.console import console, progress_bar
+from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.rollouts import encode_chat
 from judge_rl.rollouts.generation import generate
 from judge_rl.updates.sft import run_sft, trace_for_prompt
+from judge_rl.updates.trl_run import steps_for, train, trl_args
 
 CRITIC_INSTRUCTION = (
     "\n\nThe verdict is given: {verdict}\n"
@@ -183,7 +183,6 @@ def train_dpo(run: Run, policy_dir: Path | None, rows: list[dict], out: Path) ->
     """Step 4: DPO + SFT from `policy_dir` on `rows`; the model is saved to `out/model` (TRL checkpoints in
     `out/work` resume a crash)."""
     from datasets import Dataset
-    from transformers import TrainerCallback
     from trl import DPOConfig, DPOTrainer
 
     job, a = run.job, run.job.algorithm
@@ -192,57 +191,23 @@ def train_dpo(run: Run, policy_dir: Path | None, rows: list[dict], out: Path) ->
     tokenizer.padding_side = "right"
     model = load_model(job.model, job.cache_dir, run.device, checkpoint=policy_dir, seed=job.seed)
     work = out / "work"
-    steps = a.epochs * -(-len(rows) // a.batch_size)
-    args = DPOConfig(
-        output_dir=str(work),
-        beta=a.beta,
-        loss_type=["sigmoid", "sft"],
-        loss_weights=[1.0, a.sft_weight],
-        learning_rate=a.lr,
-        num_train_epochs=a.epochs,
-        per_device_train_batch_size=a.batch_size,
-        max_length=a.max_length,
-        lr_scheduler_type="cosine",
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=10,
-        save_total_limit=1,
-        report_to="none",
-        seed=job.seed,
-        use_cpu=run.device.type == "cpu",
-        bf16=False,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-    )
+    steps = steps_for(len(rows), a.batch_size, a.epochs)
+    args = trl_args(DPOConfig, work, run.device, lr=a.lr, epochs=a.epochs, batch_size=a.batch_size,
+                    max_length=a.max_length, seed=job.seed, beta=a.beta, loss_type=["sigmoid", "sft"],
+                    loss_weights=[1.0, a.sft_weight])
     data = Dataset.from_list([{"prompt": r["prompt"], "chosen": r["chosen"], "rejected": r["rejected"]} for r in rows])
     # the reference is the policy as the iteration starts (a second copy: TRL would reload it by name)
     reference = load_model(job.model, job.cache_dir, run.device, checkpoint=policy_dir, seed=job.seed)
     trainer = DPOTrainer(model=model, ref_model=reference, args=args, train_dataset=data, processing_class=tokenizer)
-
-    class Progress(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            advance(1)
-
-    t = time.perf_counter()
     try:
-        with progress_bar(f"dpo {out.name}", steps) as advance:
-            trainer.add_callback(Progress())
-            result = trainer.train(resume_from_checkpoint=True if any(work.glob("checkpoint-*")) else None)
+        summary = train(trainer, work, f"dpo {out.name}", steps)
     finally:
         tokenizer.padding_side = "left"
-    elapsed = time.perf_counter() - t
-    logs = [h for h in trainer.state.log_history if "loss" in h]
-    n = max(1, trainer.state.global_step)
     metrics = {
-        "steps": float(n),
+        **{k: summary[k] for k in ("steps", "loss_first", "loss_last", "train_loss", "seconds", "seconds_per_step")},
         "pairs": float(len(rows)),
-        "loss_first": float(logs[0]["loss"]) if logs else float("nan"),
-        "loss_last": float(logs[-1]["loss"]) if logs else float("nan"),
-        "train_loss": float(result.training_loss),
-        "reward_accuracy_last": float(next((h[k] for h in reversed(logs) for k in h if k.endswith("rewards/accuracies")), float("nan"))),
-        "reward_margin_last": float(next((h[k] for h in reversed(logs) for k in h if k.endswith("rewards/margins")), float("nan"))),
-        "seconds": elapsed,
-        "seconds_per_step": elapsed / n,
+        "reward_accuracy_last": summary.get("last/rewards/accuracies", float("nan")),
+        "reward_margin_last": summary.get("last/rewards/margins", float("nan")),
     }
     save_model(trainer.model, tokenizer, target)
     (out / "dpo_metrics.json").write_text(json.dumps(metrics, indent=2))

@@ -16,17 +16,14 @@ import hashlib
 import json
 import re
 import shutil
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from transformers import TrainerCallback
-
 from judge_rl.config import JobConfig
 from judge_rl.data.pairs import JudgeItem, PointwiseItem
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
-from judge_rl.reports.console import progress_bar
+from judge_rl.updates.trl_run import steps_for, train, trl_args
 
 THINKING = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
@@ -91,16 +88,6 @@ def sft_examples(items: Sequence[JudgeItem], prompt, limit: int) -> list[dict]:
     return examples
 
 
-class _Progress(TrainerCallback):
-    """Drives the rich progress bar from TRL's training loop."""
-
-    def __init__(self, advance):
-        self.advance = advance
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.advance(1)
-
-
 def sft_cache_key(job: JobConfig, examples: list[dict], init: Path | None = None) -> str:
     extra = {} if init is None else {"init": str(Path(init).resolve())}
     payload = json.dumps(
@@ -128,44 +115,20 @@ def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = Non
     tokenizer.padding_side = "right"
     model = load_model(job.model, job.cache_dir, device, checkpoint=init, seed=job.seed)
     work = root / f".{target.name}-work"
-    args = SFTConfig(
-        output_dir=str(work),
-        num_train_epochs=job.sft.epochs,
-        learning_rate=job.sft.lr,
-        per_device_train_batch_size=job.sft.batch_size,
-        warmup_steps=round(job.sft.warmup_ratio * job.sft.epochs * -(-len(examples) // job.sft.batch_size)),
-        lr_scheduler_type="cosine",
-        max_length=job.sft.max_length,
-        completion_only_loss=True,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=10,
-        save_total_limit=1,
-        report_to="none",
-        seed=job.seed,
-        use_cpu=device.type == "cpu",
-        bf16=False,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-    )
+    steps = steps_for(len(examples), job.sft.batch_size, job.sft.epochs)
+    args = trl_args(SFTConfig, work, device, lr=job.sft.lr, epochs=job.sft.epochs, batch_size=job.sft.batch_size,
+                    max_length=job.sft.max_length, seed=job.seed, warmup_steps=round(job.sft.warmup_ratio * steps),
+                    completion_only_loss=True)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
-    t = time.perf_counter()
-    resume = any(work.glob("checkpoint-*"))  # a crashed SFT resumes from TRL's last checkpoint
-    total = job.sft.epochs * -(-len(examples) // job.sft.batch_size)
-    with progress_bar(name or "sft", total) as advance:
-        trainer.add_callback(_Progress(advance))
-        result = trainer.train(resume_from_checkpoint=True if resume else None)
-    elapsed = time.perf_counter() - t
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    steps = max(1, trainer.state.global_step)
+    run = train(trainer, work, name or "sft", steps)  # a crashed SFT resumes from TRL's last checkpoint
     metrics = {
-        "sft/steps": float(steps),
+        "sft/steps": run["steps"],
         "sft/examples": float(len(examples)),
-        "sft/loss_first": float(losses[0]) if losses else float("nan"),
-        "sft/loss_last": float(losses[-1]) if losses else float("nan"),
-        "sft/train_loss": float(result.training_loss),
-        "sft/seconds": elapsed,
-        "sft/seconds_per_step": elapsed / steps,
+        "sft/loss_first": run["loss_first"],
+        "sft/loss_last": run["loss_last"],
+        "sft/train_loss": run["train_loss"],
+        "sft/seconds": run["seconds"],
+        "sft/seconds_per_step": run["seconds_per_step"],
     }
     tokenizer.padding_side = "left"
     save_model(trainer.model, tokenizer, target)

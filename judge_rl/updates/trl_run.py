@@ -1,0 +1,81 @@
+"""What judge_rl's TRL trainers share (SFT: judge_rl/updates/sft.py, DPO: recipes/dpo_critic.py, reward
+modelling: recipes/bt.py): the same arguments (cosine schedule, a log line per step, a checkpoint every 10 steps
+and only the last kept, no reporting integrations, fp32-safe on CPU), a progress bar driven by the training
+loop, resume from the trainer's own last checkpoint after a crash, and one summary of the run."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from judge_rl.reports.console import progress_bar
+
+
+def steps_for(n_rows: int, batch_size: int, epochs: int) -> int:
+    """Optimizer steps of `epochs` passes over `n_rows` in batches of `batch_size` (the last one partial)."""
+    return epochs * -(-n_rows // batch_size)
+
+
+def trl_args(config_cls: type, work: Path, device: torch.device, *, lr: float, epochs: int, batch_size: int,
+             max_length: int, seed: int, warmup_steps: int = 0, **fields: Any):
+    """A TRL config (SFTConfig, DPOConfig, RewardConfig) with judge_rl's shared settings and `fields` on top."""
+    return config_cls(
+        output_dir=str(work),
+        num_train_epochs=epochs,
+        learning_rate=lr,
+        per_device_train_batch_size=batch_size,
+        warmup_steps=warmup_steps,
+        lr_scheduler_type="cosine",
+        max_length=max_length,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=10,
+        save_total_limit=1,
+        report_to="none",
+        seed=seed,
+        use_cpu=device.type == "cpu",
+        bf16=False,  # bf16 autocast is ~7x slower on CPU; a bf16 model (model.dtype) trains in bf16 regardless
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        **fields,
+    )
+
+
+class _Progress(TrainerCallback):
+    """Drives the rich progress bar from TRL's training loop."""
+
+    def __init__(self, advance):
+        self.advance = advance
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.advance(1)
+
+
+def train(trainer, work: Path, name: str, total_steps: int) -> dict[str, float]:
+    """`trainer.train()` under a progress bar, resumed from `work/checkpoint-*` when a crashed run left one;
+    returns the run's summary: steps, first and last logged loss, mean train loss, seconds (total and per step)
+    and the last logged value of every other metric the trainer reports (e.g. DPO's rewards/accuracies)."""
+    t = time.perf_counter()
+    with progress_bar(name, total_steps) as advance:
+        trainer.add_callback(_Progress(advance))
+        result = trainer.train(resume_from_checkpoint=True if any(work.glob("checkpoint-*")) else None)
+    elapsed = time.perf_counter() - t
+    logs = [h for h in trainer.state.log_history if "loss" in h]
+    steps = max(1, trainer.state.global_step)
+    summary = {
+        "steps": float(steps),
+        "loss_first": float(logs[0]["loss"]) if logs else math.nan,
+        "loss_last": float(logs[-1]["loss"]) if logs else math.nan,
+        "train_loss": float(result.training_loss),
+        "seconds": elapsed,
+        "seconds_per_step": elapsed / steps,
+    }
+    for key, value in (logs[-1] if logs else {}).items():
+        if key not in ("loss", "epoch", "step") and isinstance(value, (int, float)):
+            summary[f"last/{key}"] = float(value)
+    return summary
