@@ -34,7 +34,9 @@ def test_registry_classes_and_kinds() -> None:
         assert isinstance(get_prompt(name), JudgePrompt) and get_prompt(name).kind == "pairwise"
     assert isinstance(get_prompt("pointwise"), PointwiseJudgePrompt) and get_prompt("pointwise").kind == "pointwise"
     benchmark_prompts = ["rewardbench_pairwise", "rb2_choice", "rb2_rating", "rb2_rating_ties"]
-    assert PROMPTS.names() == sorted([*PAIRWISE, "pointwise", *benchmark_prompts])
+    verdict_only = ["strength_direct", "binary_direct"]  # Think-J Table 3's "w/o CoT" rows
+    assert PROMPTS.names() == sorted([*PAIRWISE, "pointwise", *benchmark_prompts, *verdict_only, "scalar"])
+    assert get_prompt("scalar").kind == "pointwise" and get_prompt("strength_direct").kind == "pairwise"
 
 
 # --- messages ---------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def test_registry_holds_instances_with_names() -> None:
     assert {"binary", "judgelrm", "margin", "pairwise_tag", "pointwise", "strength"} <= set(PROMPTS.names())
     assert isinstance(STRENGTH, StrengthPrompt) and STRENGTH.name == "strength"
     assert isinstance(BINARY, BinaryPrompt) and BINARY.name == "binary"
-    with pytest.raises(KeyError, match="unknown prompt .nope.; known: binary, judgelrm, margin"):
+    with pytest.raises(KeyError, match="unknown prompt .nope.; known: binary, binary_direct, judgelrm, margin"):
         get_prompt("nope")
 
 
@@ -242,3 +242,19 @@ def test_reference_guided_pairs_show_their_reference_and_others_render_as_before
             assert "[Reference Answer]" not in without
             assert with_ref == without.replace("\n\n[The Start of Response (a)]",
                                                f"\n\n[Reference Answer]\n{g.meta['answer']}\n\n[The Start of Response (a)]", 1)
+
+
+def test_the_verdict_only_prompts_read_the_line_alone():
+    """Think-J Table 3's "w/o CoT" rows: the same line, no <think> block, the same strict template."""
+    from judge_rl.prompts import get_prompt
+
+    direct = get_prompt("strength_direct")
+    assert direct.parse("Therefore, Response (b) is better, and the strength is [[3]].\n").winner == "b"
+    assert direct.parse("").error == "empty output"
+    assert direct.parse("<think>x</think>\nTherefore, Response (b) is better, and the strength is [[3]].").error
+    assert direct.parse("Therefore, Response (a) is better, and the strength is [[4]].").error == "strength out of range"
+    assert direct.parse("Therefore, Response (a) is better, and the strength is [[1]].\nBecause.").error == "text after verdict line"
+    assert direct.output("ignored thinking", "a", 2) == "Therefore, Response (a) is better, and the strength is [[2]]."
+    binary = get_prompt("binary_direct")
+    assert binary.parse("Therefore, Response (a) is better.").winner == "a"
+    assert binary.parse("Response (a)").error == "verdict line does not match template"
