@@ -260,6 +260,8 @@ def dpo_critic(job: JobConfig, run_dir: Path) -> dict[str, Any]:
                       f"{metrics['loss_last']:.3f}")
     run.results["training"]["dpo"] = {**training, "pairs_kept": float(sum(t["kept"] for t in training.values()))}
     run.save()
+    run.logger.summary({f"dpo/{it}/{k}": float(v) for it, t in training.items() for k, v in t.items()
+                        if isinstance(v, (int, float))})
 
     # the judge it made, and what it added to its init, in both orders
     evaluate(run, "dpo", "dpo", policy)

@@ -150,6 +150,7 @@ def sft_method(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     model_dir, metrics = run_sft(job, examples, init=start, name=a.name)
     run.results["training"][a.name] = metrics
     run.save()
+    run.logger.summary({f"{a.name}/{k.split('/', 1)[1]}": v for k, v in metrics.items()})
     console.print(f"{a.name}: {int(metrics['sft/steps'])} SFT steps on {len(examples)} examples, loss "
                   f"{metrics['sft/loss_first']:.3f} -> {metrics['sft/loss_last']:.3f}"
                   + (" (reused cached model)" if metrics.get("sft/reused") else ""))
