@@ -20,50 +20,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Coroutine, TypeVar
+from typing import Any
 
 import httpx
 
+from judge_rl.aio import retryable_status, run_sync
+
 from judge_rl.servers import SERVERS, Completion, stable_hash
-
-T = TypeVar("T")
-
-
-def _retryable_status(code: int) -> bool:
-    return code == 429 or code >= 500
-
-
-def _run_on_new_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Like `asyncio.run`, except that leftover executor work (a slow DNS lookup whose await was
-    cancelled by a timeout) is not waited for on the way out."""
-    loop = asyncio.new_event_loop()
-    executor = ThreadPoolExecutor(thread_name_prefix="openai-server")
-    loop.set_default_executor(executor)
-    try:
-        return loop.run_until_complete(coro)
-    finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            executor.shutdown(wait=False)
-            loop.close()
-
-
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # no loop in this thread: run one here
-        return _run_on_new_loop(coro)
-    # Called from inside a running event loop (a notebook, an async caller): that loop cannot be
-    # re-entered, so run ours in a worker thread and wait for it.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openai-server") as pool:
-        return pool.submit(_run_on_new_loop, coro).result()
 
 
 @SERVERS.register("openai")
@@ -191,7 +154,7 @@ class OpenAIServer:
                 if response.status_code == 200:
                     return self._parse(response)
                 error = f"HTTP {response.status_code}: {response.text[:200]!r}"
-                if not _retryable_status(response.status_code):
+                if not retryable_status(response.status_code):
                     break
         attempts = attempt + 1
         self._count("failures")
@@ -219,7 +182,7 @@ class OpenAIServer:
                 raise RuntimeError("OpenAIServer is closed: cannot send requests")
             self.stats["cache_hits"] += len(keys) - len(todo)
         if todo:
-            sent = dict(zip(todo, _run_sync(self._send_all(list(todo.values())))))
+            sent = dict(zip(todo, run_sync(self._send_all(list(todo.values())))))
             with self._lock:
                 for key, completion in sent.items():
                     if completion.ok:  # failures are not cached: a later call tries again
