@@ -16,6 +16,15 @@ os.environ.setdefault("JUDGE_RL_ROOT", str(REPO_ROOT))
 CACHE_DIR = os.environ.get("JUDGE_RL_CACHE", str(Path.home() / ".cache" / "judge_rl"))
 
 
+def online_algorithms() -> list[str]:
+    """The `algorithm=` options that train by online RL (recipe online_rl: the ones verl and the local backend
+    run); the other methods are tested in tests/recipes/test_methods.py."""
+    import yaml
+
+    return sorted(p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml")
+                  if yaml.safe_load(p.read_text()).get("recipe") == "online_rl")
+
+
 def compose_config(overrides: list[str]):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=[f"cache_dir={CACHE_DIR}", *overrides])

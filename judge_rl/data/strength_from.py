@@ -5,12 +5,13 @@ Think-J's strength reward needs to know *how much* better the chosen response is
 trained by `algorithm=bt`, its `bt_model/`) scores both responses of every pair; the margin
 r(chosen) - r(rejected) is binned into 1..3 by its terciles *on the training split* (the same edges label the
 held-out pairs: nothing is fitted on evaluation data). Pairs that already carry a strength keep it.
-Scores are cached per (model content, pair) under `cache_dir/strength_from/`, so a sweep labels once.
+Scores are cached per (model content, pair texts) under `cache_dir/strength_from/`, so a sweep labels once.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -22,8 +23,15 @@ from judge_rl.data.pairs import PreferencePair
 from judge_rl.prompts.scalar import scalar_messages
 
 
+def content_key(p: PreferencePair) -> str:
+    """What a margin depends on: the texts scored (a pair id may name other texts in another file)."""
+    payload = json.dumps([p.question, p.chosen, p.rejected, p.meta.get("reference")], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
 def margins(pairs: Sequence[PreferencePair], model_dir: Path, job, tokenizer, device) -> dict[str, float]:
-    """r(chosen) - r(rejected) for every pair, by pair id (cached by the model's content hash)."""
+    """r(chosen) - r(rejected) for every pair, by pair id (cached by the model's content hash and each pair's
+    texts)."""
     from judge_rl.models.identity import directory_fingerprint
     from judge_rl.models.loading import load_score_model
     from judge_rl.servers.scalar import scalar_ids, score_sequences
@@ -34,10 +42,10 @@ def margins(pairs: Sequence[PreferencePair], model_dir: Path, job, tokenizer, de
         for line in cache.read_text().splitlines():
             try:
                 r = json.loads(line)
-                known[r["pair_id"]] = r["margin"]
+                known[r["key"]] = r["margin"]
             except (json.JSONDecodeError, KeyError):
                 continue  # a line cut short by a crash
-    todo = [p for p in pairs if p.pair_id not in known]
+    todo = list({content_key(p): p for p in pairs if content_key(p) not in known}.values())
     if todo:
         model = load_score_model(job.model, job.cache_dir, device, checkpoint=model_dir)
         seqs = []
@@ -50,9 +58,9 @@ def margins(pairs: Sequence[PreferencePair], model_dir: Path, job, tokenizer, de
         cache.parent.mkdir(parents=True, exist_ok=True)
         with cache.open("a") as f:
             for i, p in enumerate(todo):
-                known[p.pair_id] = scores[2 * i] - scores[2 * i + 1]
-                f.write(json.dumps({"pair_id": p.pair_id, "margin": known[p.pair_id]}) + "\n")
-    return {p.pair_id: known[p.pair_id] for p in pairs}
+                known[content_key(p)] = scores[2 * i] - scores[2 * i + 1]
+                f.write(json.dumps({"key": content_key(p), "pair_id": p.pair_id, "margin": known[content_key(p)]}) + "\n")
+    return {p.pair_id: known[content_key(p)] for p in pairs}
 
 
 def tercile_edges(train_margins: Sequence[float]) -> tuple[float, float]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from conftest import CONF_DIR
+from conftest import online_algorithms, CONF_DIR
 
 from judge_rl.backends.algorithm import ACTOR, actor_config, section, verl_algo_config, verl_algorithm_keys
 from judge_rl.config import AlgorithmConfig
 
-ALGORITHMS = sorted(p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml"))
+ALGORITHMS = online_algorithms()
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

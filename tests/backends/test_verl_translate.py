@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import CACHE_DIR, CONF_DIR
+from conftest import online_algorithms, CACHE_DIR, CONF_DIR
 from omegaconf import OmegaConf
 
 from judge_rl.backends.verl import (
@@ -22,7 +22,7 @@ from judge_rl.backends.verl import (
 )
 from judge_rl.backends.verl.translate import missing_keys
 
-ALGORITHMS = sorted(p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml"))
+ALGORITHMS = online_algorithms()
 REWARDS = sorted(p.stem for p in (CONF_DIR / "reward").glob("*.yaml"))
 # rewards whose groups hold both orders of a pair: verl's per-sample reward managers cannot pair them
 BOTH_ORDERS = {"consistency"}

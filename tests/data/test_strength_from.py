@@ -19,7 +19,7 @@ from judge_rl.recipes.stages import setup
 def test_terciles_bin_margins_into_three_strengths():
     edges = tercile_edges([-3.0, -1.0, 0.0, 1.0, 2.0, 4.0])
     assert edges[0] < edges[1]
-    assert [bin_strength(m, edges) for m in (-3.0, 0.0, 1.0, 4.0, 100.0)] == [1, 1, 2, 3, 3]
+    assert [bin_strength(m, edges) for m in (-3.0, -1.0, 0.5, 1.5, 100.0)] == [1, 1, 2, 3, 3]
     with pytest.raises(ValueError, match="at least 3"):
         tercile_edges([1.0, 2.0])
 
@@ -41,7 +41,7 @@ def bt_model(tmp_path_factory) -> Path:
 def test_unlabelled_pairs_get_strengths_from_the_margin_fitted_on_train(bt_model, tmp_path):
     train = write_llmbar(tmp_path / "train.jsonl", 30)
     held = write_llmbar(tmp_path / "held.jsonl", 9, offset=100)
-    overrides = ["debug=tiny", "algorithm=direct", f"run_dir={tmp_path / 'run'}", "reward=strength",
+    overrides = ["debug=tiny", "eval.limit=null", "algorithm=direct", f"run_dir={tmp_path / 'run'}", "reward=strength",
                  "data.train.loader=llmbar", f"+data.train.kwargs.path={train}", "~data.train.kwargs.n",
                  "~data.train.kwargs.seed", "~data.train.kwargs.split", "~data.train.kwargs.reference",
                  "~data.train.kwargs.families", "data.eval.loader=llmbar", f"+data.eval.kwargs.path={held}",
@@ -58,7 +58,7 @@ def test_unlabelled_pairs_get_strengths_from_the_margin_fitted_on_train(bt_model
     write_llmbar(held, 9, offset=500)
     again = setup(to_job_config(compose_config(overrides)), tmp_path / "run2")
     assert again.results["data"]["strength_from"]["edges"] == info["edges"]
-    # margins are cached per model and pair: the first 39 pairs were not scored twice
+    # margins are cached per model and pair texts: 30 + 9 pairs, then only the 9 new held-out ones
     cache = list((Path(job.cache_dir).expanduser() / "strength_from").glob("*.jsonl"))
     assert any(len(c.read_text().splitlines()) >= 48 for c in cache)
 

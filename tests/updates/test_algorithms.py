@@ -9,7 +9,6 @@ from typing import ClassVar
 import numpy as np
 import pytest
 import torch
-import yaml
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo import core_algos
 
@@ -19,7 +18,7 @@ from judge_rl.rewards import register_reward
 from judge_rl.updates.batch import token_level_scores
 from judge_rl.backends.local.backend import apply_kl_penalty, compute_advantages
 
-from conftest import CONF_DIR, TINY_RUN, compose_config
+from conftest import online_algorithms, CONF_DIR, TINY_RUN, compose_config
 
 @register_reward("test_length_signal")
 @dataclass(frozen=True)
@@ -38,9 +37,7 @@ class LengthSignal:
         return {"score": (len(solution_str) % 7) / 6, "format_ok": 0.0, "correct": 0.0, "parse_error": ""}
 
 
-# the online RL options (the other methods, judge_rl/recipes/, are tested in tests/recipes/test_methods.py)
-ALGORITHMS = sorted(p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml")
-                    if yaml.safe_load(p.read_text()).get("recipe") == "online_rl")
+ALGORITHMS = online_algorithms()
 
 SCORES = torch.tensor([1.0, 0.0, 0.75, 0.0, 1.0, 1.0])
 MASK = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0]]).float()
