@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
+from judge_rl.evaluation.ifeval import CHECKERS as _IFEVAL_CHECKERS
 from judge_rl.evaluation.ifeval.checkers import get_checker
 
 Message = dict[str, str]
@@ -710,31 +711,9 @@ def compatible(a: str, b: str) -> bool:
     return True
 
 
-GENERATED_INSTRUCTION_IDS: tuple[str, ...] = (
-    "change_case:capital_word_frequency",
-    "change_case:english_capital",
-    "change_case:english_lowercase",
-    "combination:repeat_prompt",
-    "combination:two_responses",
-    "detectable_content:number_placeholders",
-    "detectable_content:postscript",
-    "detectable_format:json_format",
-    "detectable_format:multiple_sections",
-    "detectable_format:number_bullet_lists",
-    "detectable_format:number_highlighted_sections",
-    "detectable_format:title",
-    "keywords:existence",
-    "keywords:forbidden_words",
-    "keywords:frequency",
-    "keywords:letter_frequency",
-    "language:response_language",
-    "length_constraints:nth_paragraph_first_word",
-    "length_constraints:number_paragraphs",
-    "length_constraints:number_sentences",
-    "length_constraints:number_words",
-    "punctuation:no_comma",
-    "startend:end_checker",
-    "startend:quotation",
+# every IFEval type but constrained_response, which needs a yes/no question the base tasks do not ask
+GENERATED_INSTRUCTION_IDS: tuple[str, ...] = tuple(
+    sorted(i for i in _IFEVAL_CHECKERS if i != "detectable_format:constrained_response")
 )
 
 CONSTRAINT_POINTS = 2.0
