@@ -506,7 +506,8 @@ def to_job_config(cfg: DictConfig) -> JobConfig:
 
 
 def _refuse_verl_for_offline(recipe: str, backend: str, name: str | None) -> None:
-    """Checked before typing too: a verl cluster option sets online-RL batch keys an offline method does not have."""
+    """Checked before typing: a verl cluster option sets online-RL batch keys an offline method does not have, so
+    the typed merge would otherwise fail on those keys instead of saying what is wrong."""
     if backend == "verl" and recipe != "online_rl":
         raise ValueError(f"cluster.backend=verl runs online RL; algorithm={name} (recipe {recipe}) trains in one process "
                          "with TRL: use cluster=local (cluster.device=cuda on a GPU; scripts/gpu_thinkj_tables.sh)")
@@ -567,7 +568,6 @@ def validate(job: JobConfig) -> None:
         raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
     if job.cluster.backend not in ("local", "verl"):
         raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
-    _refuse_verl_for_offline(a.recipe, job.cluster.backend, a.name)
     if job.dry_run and job.cluster.backend != "verl":
         raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
     if job.cluster.device not in ("auto", "cpu", "cuda"):

@@ -34,12 +34,10 @@ from judge_rl.config import JobConfig, check_ranges
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.models.loading import load_model, save_model
 from judge_rl.recipes import register_recipe
-from judge_rl.recipes.stages import Run, compare, evaluate, init_items, online_pairs, report, setup, sft_init
+from judge_rl.recipes.stages import Run, compare, evaluate, init_items, online_pairs, report, sample, setup, sft_init
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
-from judge_rl.rollouts import encode_chat
-from judge_rl.rollouts.generation import generate
-from judge_rl.updates.sft import run_sft, trace_for_prompt
+from judge_rl.updates.sft import run_sft, sft_examples
 from judge_rl.updates.trl_run import steps_for, train, trl_args
 
 CRITIC_INSTRUCTION = (
@@ -114,29 +112,18 @@ def critic_messages(prompt, item: JudgeItem, winner: str, strength: int | None) 
 def critic_examples(run: Run, limit: int) -> list[dict]:
     """SFT examples for the critic: each init pair (`sft.data`, else data.train) in both orders, its gold trace after
     its gold verdict."""
-    examples = []
-    for it in init_items(run):
-        for shown in (it, it.swapped()):
-            trace = trace_for_prompt(shown, run.prompt)
-            if trace is not None and len(examples) < limit:
-                messages = critic_messages(run.prompt, shown, shown.chosen_position, shown.pair.strength)
-                examples.append({"prompt": messages, "completion": [{"role": "assistant", "content": trace}]})
-    if not examples:
-        raise ValueError("dpo_critic: the training data has no gold traces to train the critic on (PreferencePair.traces)")
-    return examples
+    try:
+        return sft_examples(init_items(run), run.prompt, limit, messages=lambda shown: critic_messages(
+            run.prompt, shown, shown.chosen_position, shown.pair.strength))
+    except ValueError:
+        raise ValueError("dpo_critic: the training data has no gold traces to train the critic on "
+                         "(PreferencePair.traces)") from None
 
 
 def complete(run: Run, model_dir: Path | None, conversations: list[list[dict]], max_new_tokens: int,
              temperature: float) -> list[str]:
     """One output per conversation from the causal LM at `model_dir` (greedy at temperature 0)."""
-    if not conversations:
-        return []
-    job = run.job
-    model = load_model(job.model, job.cache_dir, run.device, checkpoint=model_dir, seed=job.seed)
-    prompts = [encode_chat(run.tokenizer, m) for m in conversations]
-    gens = generate(model, run.tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=job.eval.batch_size,
-                    do_sample=temperature > 0, temperature=temperature if temperature > 0 else 1.0)
-    return [g[0].text for g in gens]
+    return [g[0].text for g in sample(run, model_dir, conversations, max_new_tokens, temperature)]
 
 
 def build_pairs(run: Run, judge_dir: Path | None, critic_dir: Path, items: list[JudgeItem], out: Path) -> list[dict]:

@@ -26,13 +26,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from judge_rl.config import JobConfig, check_ranges
-from judge_rl.models.loading import load_model
 from judge_rl.recipes import register_recipe
-from judge_rl.recipes.stages import Run, compare, evaluate, online_pairs, report, setup, sft_init, validate_judge_prompt
+from judge_rl.recipes.stages import (Run, compare, evaluate, online_pairs, report, sample, setup, sft_init,
+                                     validate_judge_prompt)
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
-from judge_rl.rollouts import encode_chat
-from judge_rl.rollouts.generation import generate
 from judge_rl.updates.sft import run_sft, sft_examples
 
 
@@ -90,10 +88,8 @@ def rejection_examples(run: Run, sampler_dir: Path | None) -> list[dict]:
         counts = json.loads(counts_file.read_text())
         console.print(f"rejection sampling: reused {len(records)} saved samples")
     else:
-        model = load_model(job.model, job.cache_dir, run.device, checkpoint=sampler_dir, seed=job.seed)
-        prompts = [encode_chat(run.tokenizer, run.prompt.messages(x)) for x in shown]
-        gens = generate(model, run.tokenizer, prompts, max_new_tokens=cfg.max_new_tokens, batch_size=job.eval.batch_size,
-                        num_samples=cfg.samples, do_sample=True, temperature=cfg.temperature)
+        gens = sample(run, sampler_dir, [run.prompt.messages(x) for x in shown], cfg.max_new_tokens, cfg.temperature,
+                      n=cfg.samples)
         records, reasons, kept = [], Counter(), 0
         for index, (x, samples) in enumerate(zip(shown, gens)):
             seen: set[str] = set()

@@ -36,6 +36,7 @@ from judge_rl.reports.schema import HEADLINE, entry_scalars, evaluation_entry, n
 from judge_rl.reports.summary import print_summary
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
+from judge_rl.rollouts.generation import generate
 from judge_rl.servers import HFServer
 from judge_rl.updates.sft import run_sft, sft_examples
 
@@ -273,6 +274,19 @@ def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None, server=N
     del model, server
     if run.device.type == "cuda":
         torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
+
+
+def sample(run: Run, model_dir: Path | None, conversations: list[list[dict]], max_new_tokens: int, temperature: float,
+           n: int = 1) -> list[list]:
+    """`n` generations per conversation (a list each, in input order) from the causal LM at `model_dir` (None:
+    the configured model), greedy at temperature 0: the judge or critic outputs offline recipes learn from."""
+    if not conversations:
+        return []
+    job = run.job
+    model = load_model(job.model, job.cache_dir, run.device, checkpoint=model_dir, seed=job.seed)
+    prompts = [encode_chat(run.tokenizer, m) for m in conversations]
+    return generate(model, run.tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=job.eval.batch_size,
+                    num_samples=n, do_sample=temperature > 0, temperature=temperature if temperature > 0 else 1.0)
 
 
 def live_evaluator(run: Run) -> Callable[[Any, int], dict[str, float]] | None:

@@ -65,19 +65,21 @@ def trace_for_prompt(item: JudgeItem | PointwiseItem, prompt) -> str | None:
     return out
 
 
-def sft_examples(items: Sequence[JudgeItem], prompt, limit: int) -> list[dict]:
-    """Up to `limit` prompt-completion examples: each pair with a trace in both orders.
+def sft_examples(items: Sequence[JudgeItem], prompt, limit: int, messages=None) -> list[dict]:
+    """Up to `limit` prompt-completion examples: each pair with a trace in both orders. `messages(item)` renders
+    each prompt (default: the judge prompt's; dpo_critic's critic adds the verdict to reach).
 
     Both orders of a pair have the same responses and opposite verdicts, so the position of a
     response carries no signal: a judge initialised on them cannot fit its traces by always
     naming (a), the failure a one-order SFT showed on the embedded model.
     """
+    messages = messages or prompt.messages
     examples = []
     for it in items:
         for shown in (it, it.swapped()) if isinstance(it, JudgeItem) else (it,):
             trace = trace_for_prompt(shown, prompt)
             if trace is not None and len(examples) < limit:
-                examples.append({"prompt": prompt.messages(shown), "completion": [{"role": "assistant", "content": trace}]})
+                examples.append({"prompt": messages(shown), "completion": [{"role": "assistant", "content": trace}]})
         if len(examples) >= limit:
             break
     if not examples:
