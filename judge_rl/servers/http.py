@@ -207,9 +207,9 @@ def load_model_config(name: str):
 
     path = Path(name)
     if not path.suffix:
-        path = Path(__file__).resolve().parents[3] / "conf" / "model" / f"{name}.yaml"
+        path = Path(__file__).resolve().parents[2] / "conf" / "model" / f"{name}.yaml"
     if not path.exists():
-        known = sorted(p.stem for p in (Path(__file__).resolve().parents[3] / "conf" / "model").glob("*.yaml"))
+        known = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "conf" / "model").glob("*.yaml"))
         raise SystemExit(f"unknown model {name!r}; known: {', '.join(known)} (or a path to a YAML file)")
     merged = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path))
     return OmegaConf.to_object(merged)

@@ -1,0 +1,294 @@
+"""Typed schema of the policy job (`python -m judge_rl.policy`, conf/policy.yaml).
+
+The policy job trains a *policy* (not a judge) with online RL while a judge grades its answers. Its
+config is its own primary Hydra config. It reuses the main job's groups for what means the same thing
+(`model/` is the policy, `algorithm/` the online RL method, `trainer/` the RL loop, `cluster/`,
+`logger/`) and adds its own:
+
+    policy_reward/   how a sample is scored: rule | rubric | verif | judge_pairwise  (PolicyRewardConfig)
+    judge/           which judge grades and how it is served: embedded | trained | openai | vllm | none
+                     (RewardJudgeConfig)
+    policy_data/     the training prompts: generated IFEval-style prompts, or a rubric / VerIF file
+
+Every field is checked before a model loads (`validate_policy_job`): a key the schema does not have,
+a wrong type, a value out of range, a judge-calling reward with `judge=none`, an endpoint without a
+URL, fail with the key's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+from judge_rl.config import (
+    RL_RANGES,
+    AlgorithmConfig,
+    ClusterConfig,
+    LoggerConfig,
+    ModelConfig,
+    ReportConfig,
+    TrainerConfig,
+    check_ranges,
+    typed_config,
+    validate_model,
+)
+
+ENGINES = ("local", "openai", "vllm", "none")
+REWARD_NAMES = ("rule", "rubric", "verif", "judge_pairwise")
+FAILURE_MODES = ("mask", "drop_group")
+DATA_SOURCES = ("generated", "rubric_file", "verif_file")
+CRITERION_FORMATS = ("json", "yesno")
+
+
+@dataclass
+class PolicyRewardConfig:
+    """The policy's reward (judge_rl/policy/rewards.py has the exact definitions)."""
+
+    name: str = "rubric"  # rule | rubric | verif | judge_pairwise
+    # rule: score = the fraction of IFEval instructions followed ("instruction") or all-or-nothing ("prompt")
+    level: str = "instruction"
+    # rubric: HealthBench's clip(met points / positive points); null: no clipping
+    clip: Optional[list[float]] = field(default_factory=lambda: [0.0, 1.0])
+    # rubric: true grades all criteria in one judge call (reply: a JSON list or lines, `batch_format`);
+    # false asks one call per criterion (HealthBench's grading), whose reply is `criterion_format`
+    batch_criteria: bool = False
+    batch_format: str = "json"  # json | lines
+    # one-criterion reply: json ({"criteria_met": true|false}) or yesno (exactly one "yes" or "no" word;
+    # what a small untrained judge can write)
+    criterion_format: str = "json"
+    # judge_pairwise: the project's pairwise judge prompt, both orders (the score is their mean), strength
+    judge_prompt: str = "strength"
+    both_orders: bool = True
+    use_strength: bool = True
+
+
+@dataclass
+class RewardJudgeConfig:
+    """The judge that grades the policy and how it is reached (conf/judge/<name>.yaml).
+
+    engine local: the job loads `model` (a conf/model name; `checkpoint`: trained weights, e.g. the main
+    job's `<run>/rl_model`) and serves it on 127.0.0.1 over the OpenAI chat API, batching concurrent
+    requests. engine openai: any OpenAI-compatible endpoint at `base_url` (the key from the environment
+    variable `api_key_env`, never from a file). engine vllm: `base_url` of a running `vllm serve`, or
+    none and the job starts `vllm serve` itself (GPU). engine none: no judge (policy_reward=rule).
+    """
+
+    name: str = "embedded"
+    engine: str = "local"  # local | openai | vllm | none
+    model: Optional[str] = "smollm2-135m"  # local / vllm: a conf/model name or a model YAML path
+    checkpoint: Optional[str] = None  # local / vllm: a saved model directory to serve instead
+    base_url: Optional[str] = None  # openai: required; vllm: a running server (null: start one)
+    served_model: Optional[str] = None  # the model id sent in requests (null: the model's name)
+    api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the key (only ever read there)
+    # client: concurrency cap, per-attempt timeout, bounded retries with exponential backoff, cache
+    concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    backoff_s: float = 0.5
+    cache_size: int = 100_000
+    # generation
+    max_tokens: int = 256
+    temperature: float = 0.0
+    # thinking judges (Qwen3): sent as chat_template_kwargs={"enable_thinking": ...} in the body (vLLM reads
+    # it there); `<think>` is stripped before parsing either way. null: not sent
+    enable_thinking: Optional[bool] = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    # local server: requests batched per generate call, and how long the first waits for company
+    max_batch: int = 32
+    batch_wait_s: float = 0.05
+    device: str = "auto"
+    # vllm serve (started by the job when base_url is null)
+    port: int = 8011
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.5
+    startup_timeout_s: float = 900.0
+    vllm_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class JudgeFailurePolicy:
+    """What a judge failure does to training (never a score: judge_rl/policy/rewards.py)."""
+
+    # mask: the failed sample leaves the batch (no advantage, no loss, not in reward means); its group's
+    # advantages come from the samples that were graded. drop_group: as mask, and a group left with fewer
+    # than `min_group_size` graded samples leaves too
+    mode: str = "mask"
+    min_group_size: int = 2
+    # a step whose share of failed samples exceeds this stops the run, naming the endpoint and the
+    # commonest reason
+    max_failure_rate: float = 0.5
+
+
+@dataclass
+class PolicyDataConfig:
+    """The policy's training prompts."""
+
+    name: str = "generated"
+    source: str = "generated"  # generated | rubric_file | verif_file
+    path: Optional[str] = None  # rubric_file / verif_file: the JSONL file
+    n_train: int = 256  # generated: how many prompts (deterministic by `seed`)
+    seed: int = 0
+    min_constraints: int = 1
+    max_constraints: int = 2
+    limit: Optional[int] = None  # files: the first N rows
+
+
+@dataclass
+class IFEvalRunConfig:
+    """IFEval on the policy: before training, every `every` steps, and after."""
+
+    enabled: bool = True
+    path: str = "../shared/data/ifeval/input_data.jsonl"
+    limit: Optional[int] = 32  # the first N of the 541 prompts (null, or full=true: all)
+    full: bool = False  # all 541 prompts, whatever `limit` says
+    every: int = 0  # also evaluate every K RL steps (0: before and after only)
+    max_new_tokens: int = 256
+    batch_size: int = 16
+
+
+@dataclass
+class PolicyJobConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)  # the policy
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    policy_reward: PolicyRewardConfig = field(default_factory=PolicyRewardConfig)
+    judge: RewardJudgeConfig = field(default_factory=RewardJudgeConfig)
+    policy_data: PolicyDataConfig = field(default_factory=PolicyDataConfig)
+    judge_failure: JudgeFailurePolicy = field(default_factory=JudgeFailurePolicy)
+    ifeval: IFEvalRunConfig = field(default_factory=IFEvalRunConfig)
+    seed: int = 42
+    cache_dir: str = "~/.cache/judge_rl"
+    run_dir: str = "outputs/policy"
+    resume: bool = True
+    dry_run: bool = False  # verl backend: print the verl command and config, launch nothing
+
+
+POLICY_NEUTRAL_KEYS = (
+    "run_dir", "cache_dir", "logger", "dry_run", "resume", "cluster.threads", "cluster.device", "trainer.save_every",
+    "trainer.keep_checkpoints", "report", "judge.concurrency", "judge.timeout_s", "judge.max_retries", "judge.backoff_s",
+    "judge.api_key_env", "judge.max_batch", "judge.batch_wait_s", "judge.device", "judge.port", "judge.startup_timeout_s",
+    "judge.base_url", "judge_failure.max_failure_rate", "ifeval.batch_size",
+)  # fmt: skip
+
+POLICY_RANGES = {
+    "model.max_prompt_length": ">= 1",
+    "trainer.total_steps": ">= 1",
+    "trainer.prompts_per_step": ">= 1",
+    "trainer.max_new_tokens": ">= 1",
+    "trainer.save_every": ">= 1",
+    "trainer.keep_checkpoints": ">= 0",
+    "trainer.temperature": "> 0",
+    "trainer.top_p": "(0, 1]",
+    "cluster.threads": ">= 1",
+    "judge.concurrency": ">= 1",
+    "judge.timeout_s": "> 0",
+    "judge.max_retries": ">= 0",
+    "judge.backoff_s": ">= 0",
+    "judge.cache_size": ">= 0",
+    "judge.max_tokens": ">= 1",
+    "judge.temperature": ">= 0",
+    "judge.max_batch": ">= 1",
+    "judge.batch_wait_s": ">= 0",
+    "judge.port": ">= 1",
+    "judge.tensor_parallel_size": ">= 1",
+    "judge.gpu_memory_utilization": "(0, 1]",
+    "judge.startup_timeout_s": "> 0",
+    "judge_failure.min_group_size": ">= 1",
+    "judge_failure.max_failure_rate": "[0, 1]",
+    "policy_data.n_train": ">= 1",
+    "policy_data.min_constraints": ">= 1",
+    "policy_data.limit": ">= 1",
+    "ifeval.limit": ">= 1",
+    "ifeval.every": ">= 0",
+    "ifeval.max_new_tokens": ">= 1",
+    "ifeval.batch_size": ">= 1",
+    **RL_RANGES,
+}
+
+
+def _choice(value: str, key: str, known: tuple[str, ...]) -> None:
+    if value not in known:
+        raise ValueError(f"{key}={value!r}: expected one of {', '.join(known)}")
+
+
+def to_policy_config(cfg: DictConfig) -> PolicyJobConfig:
+    """Resolve and type-check the policy job's composed config; refuse what cannot work before a model loads."""
+    recipe = OmegaConf.select(cfg, "algorithm.recipe", default="online_rl")
+    if recipe != "online_rl":
+        name = OmegaConf.select(cfg, "algorithm.name")
+        raise ValueError(f"algorithm={name} (recipe {recipe}): the policy job trains with online RL "
+                         "(algorithm=grpo, dr_grpo, rloo, reinforce_pp, reinforce_pp_baseline, ppo)")
+    job: PolicyJobConfig = typed_config(cfg, PolicyJobConfig)
+    validate_policy_job(job)
+    return job
+
+
+def validate_policy_job(job: PolicyJobConfig) -> None:
+    check_ranges(job, POLICY_RANGES)
+    validate_model(job.model)
+    r, j, a = job.policy_reward, job.judge, job.algorithm
+    _choice(r.name, "policy_reward.name", REWARD_NAMES)
+    _choice(r.level, "policy_reward.level", ("instruction", "prompt"))
+    _choice(r.batch_format, "policy_reward.batch_format", ("json", "lines"))
+    _choice(r.criterion_format, "policy_reward.criterion_format", CRITERION_FORMATS)
+    if r.clip is not None and (len(r.clip) != 2 or not r.clip[0] < r.clip[1]):
+        raise ValueError(f"policy_reward.clip={r.clip}: expected [low, high] with low < high, or null")
+    if r.name == "judge_pairwise":
+        from judge_rl.prompts import get_prompt
+
+        if getattr(get_prompt(r.judge_prompt), "kind", None) != "pairwise":
+            raise ValueError(f"policy_reward.judge_prompt={r.judge_prompt!r} is not a pairwise judge prompt")
+    _choice(j.engine, "judge.engine", ENGINES)
+    needs_judge = r.name != "rule"
+    if needs_judge and j.engine == "none":
+        raise ValueError(f"policy_reward={r.name} asks a judge; judge=none has none (use judge=embedded, trained, "
+                         "openai or vllm, or policy_reward=rule)")
+    if j.engine == "openai" and not j.base_url:
+        raise ValueError("judge.engine=openai needs judge.base_url (e.g. judge.base_url=https://api.openai.com/v1)")
+    if j.engine == "openai" and not j.served_model:
+        raise ValueError("judge.engine=openai needs judge.served_model (the model id the endpoint expects)")
+    if j.engine in ("local", "vllm") and not j.base_url and j.model is None and j.checkpoint is None:
+        raise ValueError(f"judge.engine={j.engine} serves a model: set judge.model (a conf/model name) or judge.checkpoint")
+    if j.engine in ("local", "vllm") and j.checkpoint is not None:
+        from judge_rl.config import _require_model_dir
+
+        _require_model_dir(j.checkpoint, "judge.checkpoint")
+    if j.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"judge.device={j.device!r}: expected auto, cpu or cuda")
+    _choice(job.judge_failure.mode, "judge_failure.mode", FAILURE_MODES)
+    if job.judge_failure.mode == "drop_group" and job.judge_failure.min_group_size > a.rollout_n:
+        raise ValueError(f"judge_failure.min_group_size={job.judge_failure.min_group_size} exceeds algorithm.rollout_n="
+                         f"{a.rollout_n}: every group would be dropped")
+    d = job.policy_data
+    _choice(d.source, "policy_data.source", DATA_SOURCES)
+    if d.source != "generated" and not d.path:
+        raise ValueError(f"policy_data.source={d.source} needs policy_data.path (a JSONL file)")
+    if d.min_constraints > d.max_constraints:
+        raise ValueError(f"policy_data.min_constraints={d.min_constraints} exceeds max_constraints={d.max_constraints}")
+    if job.cluster.backend not in ("local", "verl"):
+        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
+    if job.cluster.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
+    if job.dry_run and job.cluster.backend != "verl":
+        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
+    if a.adv_estimator in ("grpo", "rloo", "reinforce_plus_plus_baseline") and a.rollout_n < 2:
+        raise ValueError(f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, "
+                         "it needs >= 2")
+    if a.ppo_mini_batch_size is not None and job.trainer.prompts_per_step % a.ppo_mini_batch_size:
+        raise ValueError(f"algorithm.ppo_mini_batch_size={a.ppo_mini_batch_size} (prompts) must divide "
+                         f"trainer.prompts_per_step={job.trainer.prompts_per_step}")
+    if (a.adv_estimator == "gae") != a.critic.enabled:
+        raise ValueError(f"algorithm.adv_estimator={a.adv_estimator} with algorithm.critic.enabled={a.critic.enabled}: "
+                         "GAE needs a critic and only GAE uses one")
+    if a.use_kl_in_reward and a.use_kl_loss:
+        raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
+    if job.ifeval.enabled and not job.dry_run:
+        from pathlib import Path
+
+        if not Path(job.ifeval.path).expanduser().exists():
+            raise ValueError(f"ifeval.path={job.ifeval.path}: no such file (ifeval.enabled=false skips IFEval)")
