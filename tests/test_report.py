@@ -21,7 +21,9 @@ from judge_rl.rundir import read_status
 from conftest import REPO_ROOT, compose_config
 from test_cli import finish, judge_rl
 
-SWEEPS = sorted(p.stem for p in (REPO_ROOT / "sweeps").glob("*.yaml"))
+# sweeps of the policy job (`python -m judge_rl.policy`) are tested with it (tests/policy/test_job.py)
+POLICY_SWEEPS = {"judge_family"}
+SWEEPS = sorted(p.stem for p in (REPO_ROOT / "sweeps").glob("*.yaml") if p.stem not in POLICY_SWEEPS)
 # methods that need a judge which already writes the verdict format (the tiny random model never does): they
 # fail in one line, and the report shows them as failed rows (tests/recipes/test_methods.py)
 TINY_FAILS = {"algorithm=sft_cot": "nothing to keep", "algorithm=dpo_critic": "no pair kept"}

@@ -17,6 +17,7 @@ URL, fail with the key's name.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -211,6 +212,12 @@ POLICY_RANGES = {
 }
 
 
+def _is_local_url(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    return (urlparse(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
+
+
 def _choice(value: str, key: str, known: tuple[str, ...]) -> None:
     if value not in known:
         raise ValueError(f"{key}={value!r}: expected one of {', '.join(known)}")
@@ -250,6 +257,9 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
                          "openai or vllm, or policy_reward=rule)")
     if j.engine == "openai" and not j.base_url:
         raise ValueError("judge.engine=openai needs judge.base_url (e.g. judge.base_url=https://api.openai.com/v1)")
+    if j.engine == "openai" and not _is_local_url(j.base_url) and not os.environ.get(j.api_key_env):
+        raise ValueError(f"judge={j.name} ({j.base_url}) needs an API key: the environment variable {j.api_key_env} is "
+                         "not set (the key is read only from the environment, never from a config)")
     if j.engine == "openai" and not j.served_model:
         raise ValueError("judge.engine=openai needs judge.served_model (the model id the endpoint expects)")
     if j.engine in ("local", "vllm") and not j.base_url and j.model is None and j.checkpoint is None:

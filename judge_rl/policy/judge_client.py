@@ -437,11 +437,11 @@ class JudgeFailureRateExceeded(RuntimeError):
     """The judge failed on more of a step's calls than allowed; the message is one line."""
 
     def __init__(self, endpoint: str, rate: float, max_rate: float, failures: int, calls: int,
-                 reason: str | None, reason_count: int):  # fmt: skip
+                 reason: str | None, reason_count: int, unit: str = "calls"):  # fmt: skip
         self.endpoint, self.rate, self.max_rate = endpoint, rate, max_rate
         self.failures, self.calls, self.reason, self.reason_count = failures, calls, reason, reason_count
         super().__init__(
-            f"judge failure rate {rate:.1%} ({failures}/{calls} calls) at {endpoint} exceeds the threshold "
+            f"judge failure rate {rate:.1%} ({failures}/{calls} {unit}) at {endpoint} exceeds the threshold "
             f"{max_rate:.1%}; commonest reason: {reason} ({reason_count})"
         )
 

@@ -388,12 +388,55 @@ CRITERION_USER = (
 )
 
 
-def criterion_grading_messages(prompt: PolicyPrompt, response: str, criterion: Criterion) -> list[Message]:
-    """One grader call per criterion (HealthBench's grading: one call per rubric item)."""
-    user = CRITERION_USER.format(
-        conversation=conversation_text(prompt), response=response, criterion=criterion.criterion
-    )
-    return [{"role": "system", "content": CRITERION_SYSTEM}, {"role": "user", "content": user}]
+# The yes/no form is short and puts the question last, with its own system turn: the 135M embedded judge
+# answers it with a yes or a no on 20 of 28 calls, against 13 of 28 for the long form above (measured on its
+# own policy's answers to generated prompts).
+CRITERION_YESNO_SYSTEM = "You answer questions about a text with Yes or No."
+CRITERION_YESNO_USER = (
+    "Request:\n{conversation}\n\nText written for the request:\n{response}\n\n"
+    "Question: Does the text meet this requirement? {criterion}\nAnswer Yes or No."
+)
+CriterionFormat = Literal["json", "yesno"]
+
+
+def criterion_grading_messages(
+    prompt: PolicyPrompt, response: str, criterion: Criterion, fmt: CriterionFormat = "json"
+) -> list[Message]:
+    """One grader call per criterion (HealthBench's grading: one call per rubric item). `fmt` "json" asks
+    for {"explanation", "criteria_met"} (`parse_criterion_reply`); "yesno" for one word, Yes or No
+    (`parse_yesno_reply`): the form a small untrained judge can write."""
+    if fmt not in ("json", "yesno"):
+        raise ValueError(f"criterion reply format must be 'json' or 'yesno', got {fmt!r}")
+    template, system = (CRITERION_USER, CRITERION_SYSTEM) if fmt == "json" else (CRITERION_YESNO_USER, CRITERION_YESNO_SYSTEM)
+    user = template.format(conversation=conversation_text(prompt), response=response, criterion=criterion.criterion)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def parse_yesno_reply(reply: str | JudgeFailure) -> bool | JudgeFailure:
+    """Met or not from a yes/no reply: after `strip_think`, the words "yes" / "no" (whole words, any case)
+    in the answer must all be the same one. Neither: "no verdict"; both: "several verdicts" (a reply that
+    copies "no partial credit" from somewhere and says "yes" is not read as either)."""
+    if isinstance(reply, JudgeFailure):
+        return reply
+    answer, failure = strip_think(reply)
+    if failure is not None:
+        return failure
+    words = {w.lower() for w in _YES_NO.findall(answer)}
+    if not words:
+        return JudgeFailure.unparseable(NO_VERDICT, answer[:200])
+    if len(words) > 1:
+        return JudgeFailure.unparseable(SEVERAL_VERDICTS, answer[:200])
+    return words == {"yes"}
+
+
+def parse_criterion(reply: str | JudgeFailure, fmt: CriterionFormat = "json") -> bool | JudgeFailure:
+    """`parse_criterion_reply` (fmt "json") or `parse_yesno_reply` (fmt "yesno")."""
+    if fmt not in ("json", "yesno"):
+        raise ValueError(f"criterion reply format must be 'json' or 'yesno', got {fmt!r}")
+    return parse_criterion_reply(reply) if fmt == "json" else parse_yesno_reply(reply)
 
 
 def parse_criterion_reply(reply: str | JudgeFailure) -> bool | JudgeFailure:

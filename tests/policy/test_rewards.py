@@ -11,9 +11,13 @@ import numpy as np
 import pytest
 
 from judge_rl.evaluation.ifeval import evaluate_prompt, make_prompt
-from judge_rl.policy.data import Criterion, PolicyPrompt
+from judge_rl.policy.data import Criterion, PolicyPrompt, generate_policy_prompts
 from judge_rl.policy.rewards import (
     CRITERIA_MISSING,
+    EMPTY_REPLY,
+    NO_VERDICT,
+    SEVERAL_VERDICTS,
+    UNCLOSED_THINK,
     JUDGE_SERVER_ERROR,
     JUDGE_TRUNCATED,
     PAIRWISE_COMPONENTS,
@@ -39,6 +43,7 @@ from judge_rl.policy.rewards import (
     rule_compute_score,
     rule_score,
     strip_think,
+    unparseable,
     verif_judge_messages,
     verif_score,
 )
@@ -478,3 +483,51 @@ def test_rule_compute_score() -> None:
             compute_score("ifgen", PASS, truth, reward_name=name)
     with pytest.raises(KeyError, match="unknown policy reward"):
         compute_score("ifgen", PASS, truth, reward_name="nope")
+
+
+# --------------------------------------------------------------------------------------------------
+# Yes/no criterion replies (what a small untrained judge can write)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("Yes.", True),
+        ("no", False),
+        ('The answer to the question is "Yes."', True),
+        ("<think>It uses capitals, so yes... or no?</think>\nYES", True),
+        ("No, it does not. No.", False),
+    ],
+)
+def test_yesno_reply_reads_the_one_word(reply, expected):
+    from judge_rl.policy.rewards import parse_yesno_reply
+
+    assert parse_yesno_reply(reply) is expected
+
+
+@pytest.mark.parametrize(
+    "reply, reason",
+    [
+        ("The response meets the criterion.", unparseable(NO_VERDICT)),
+        ("Yes, but no partial credit.", unparseable(SEVERAL_VERDICTS)),
+        ("yesterday nobody came", unparseable(NO_VERDICT)),  # whole words only
+        ("<think>yes", unparseable(UNCLOSED_THINK)),
+        ("   ", unparseable(EMPTY_REPLY)),
+    ],
+)
+def test_yesno_reply_failures_are_never_a_no(reply, reason):
+    from judge_rl.policy.rewards import parse_yesno_reply
+
+    assert parse_yesno_reply(reply).reason == reason
+
+
+def test_yesno_criterion_prompt_asks_for_one_word():
+    from judge_rl.policy.rewards import parse_criterion
+
+    prompt = generate_policy_prompts(1, seed=3)[0]
+    user = criterion_grading_messages(prompt, "An answer.", prompt.rubric[0], fmt="yesno")[1]["content"]
+    assert user.endswith("Answer Yes or No.") and prompt.rubric[0].criterion in user and prompt.prompt in user
+    assert parse_criterion("no", "yesno") is False and parse_criterion('{"criteria_met": true}', "json") is True
+    with pytest.raises(ValueError, match="'json' or 'yesno'"):
+        criterion_grading_messages(prompt, "x", prompt.rubric[0], fmt="xml")

@@ -236,7 +236,7 @@ class LocalBackend:
         cfg = actor_config(algo, micro)  # verl's ActorConfig, from the mapping both backends read
         for _epoch in range(cfg.ppo_epochs):
             for mini_start in range(0, B, mini):
-                mini_idx = list(range(mini_start, mini_start + mini))
+                mini_idx = list(range(mini_start, min(mini_start + mini, B)))  # the last may be short (masked samples)
                 mini_mask = batch.response_mask[mini_idx]
                 cfg.global_batch_info.update(
                     dp_size=1,
@@ -246,7 +246,7 @@ class LocalBackend:
                 )
                 self.optimizer.zero_grad(set_to_none=True)
                 pg_total = kl_total = ent_total = 0.0
-                for micro_start in range(0, mini, micro):
+                for micro_start in range(0, len(mini_idx), micro):
                     idx = mini_idx[micro_start : micro_start + micro]
                     part = batch.select(idx).to(self.device)
                     mask = part.response_mask
@@ -325,11 +325,11 @@ class LocalBackend:
         losses, clipfracs, grad_norms = [], [], []
         for _epoch in range(algo.ppo_epochs):
             for mini_start in range(0, B, mini):
-                mini_idx = list(range(mini_start, mini_start + mini))
+                mini_idx = list(range(mini_start, min(mini_start + mini, B)))
                 n_tokens = int(batch.response_mask[mini_idx].sum().item())
                 self.critic_optimizer.zero_grad(set_to_none=True)
                 loss_total = 0.0
-                for micro_start in range(0, mini, micro):
+                for micro_start in range(0, len(mini_idx), micro):
                     idx = mini_idx[micro_start : micro_start + micro]
                     part = batch.select(idx).to(self.device)
                     vpreds = response_values(self.critic, part)

@@ -123,9 +123,48 @@ def train_local(
     group_fn: Callable | None = None,
     eval_fn: Callable[[Any, int], dict[str, float]] | None = None,
 ) -> RLResult:
-    """RL on the local backend. `eval_fn(policy, step)`, when given, evaluates the live policy on held-out
-    pairs every `trainer.eval_every` steps and at the last (see `evaluate_live`); what it returns is
-    logged with that step's metrics."""
+    """RL of a judge on the local backend. `eval_fn(policy, step)`, when given, evaluates the live policy on
+    held-out pairs every `trainer.eval_every` steps and at the last (see `evaluate_live`); what it returns
+    is logged with that step's metrics."""
+
+    def make_backend(policy, reference, tokenizer, critic) -> LocalBackend:
+        return LocalBackend(policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn, critic,
+                            group_fn=group_fn)  # fmt: skip
+
+    due = (lambda step, total: eval_due(step, total, job.trainer.eval_every)) if eval_fn is not None else None
+    return run_local_loop(job, init_model, items, make_backend, log, run_dir, eval_fn=eval_fn, eval_at=due)
+
+
+def judge_step_line(step: int, total: int, metrics: dict[str, float]) -> str:
+    """The console line of a judge's RL step."""
+    val_acc = metrics.get("val/accuracy", metrics.get("val/score_accuracy"))  # pairwise / pointwise
+    val = f"  val acc {val_acc:.2f}" if isinstance(val_acc, float) else ""
+    # no actor update during the critic's warm-up (PPO): say so instead of a pg_loss of nan
+    pg = f"pg_loss {metrics['actor/pg_loss']:+.4f}" if "actor/pg_loss" in metrics else "critic warm-up"
+    return (
+        f"rl step {step}/{total}: score {metrics['critic/score/mean']:.3f}  "
+        f"acc {metrics.get('reward/correct', float('nan')):.2f}  "
+        f"parse-fail {metrics['reward/parse_failure_rate']:.2f}  "
+        f"{pg}  {metrics['timing_s/step']:.1f}s{val}"
+    )
+
+
+def run_local_loop(
+    job,
+    init_model: Path | None,
+    items: Sequence[Any],
+    make_backend: Callable[[Any, Any, Any, Any], LocalBackend],
+    log: Callable[[dict[str, float], int], None],
+    run_dir: Path,
+    eval_fn: Callable[[Any, int], dict[str, float]] | None = None,
+    eval_at: Callable[[int, int], bool] | None = None,
+    describe: Callable[[int, int, dict[str, float]], str] = judge_step_line,
+) -> RLResult:
+    """The local backend's loop, for any backend `make_backend(policy, reference, tokenizer, critic)` builds
+    (a judge's LocalBackend, the policy job's PolicyBackend): load the policy (and reference, critic) from
+    `init_model` or the last checkpoint, run `backend.step(items of the step)` to `trainer.total_steps`,
+    evaluate the live policy where `eval_at(step, total)` says, log, checkpoint, save `rl_model/`. `job` needs
+    `model`, `algorithm`, `trainer`, `cluster`, `cache_dir` and `seed`."""
     final_dir = run_dir / "rl_model"
     ckpt_root = run_dir / "checkpoints"
     # what this training starts from; a checkpoint or final model made from another init is never continued
@@ -159,9 +198,7 @@ def train_local(
     if job.algorithm.critic.enabled:
         critic_source = found[1] / "critic" if found else init_model
         critic = load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source, seed=job.seed)
-    backend = LocalBackend(
-        policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn, critic, group_fn=group_fn
-    )
+    backend = make_backend(policy, reference, tokenizer, critic)
     if found:
         backend.load_state_dict(torch.load(found[1] / "trainer_state.pt", map_location=device))
         backend.global_step = start
@@ -174,7 +211,7 @@ def train_local(
             torch.manual_seed(job.seed * 1_000_003 + step)
             metrics = backend.step(step_items(items, step, job.trainer.prompts_per_step, job.seed))
             metrics["training/global_step"] = float(step)
-            if eval_fn is not None and eval_due(step, total, job.trainer.eval_every):
+            if eval_fn is not None and eval_at is not None and eval_at(step, total):
                 # before the step is logged and checkpointed: a crash here redoes the step, and the
                 # redone policy (same draws, same weights) finds its saved judgments
                 t = time.perf_counter()
@@ -182,16 +219,7 @@ def train_local(
                 metrics["timing_s/testing"] = time.perf_counter() - t  # verl's name for validation time
             result.history.append(metrics)
             log(metrics, step)
-            val_acc = metrics.get("val/accuracy", metrics.get("val/score_accuracy"))  # pairwise / pointwise
-            val = f"  val acc {val_acc:.2f}" if isinstance(val_acc, float) else ""
-            # no actor update during the critic's warm-up (PPO): say so instead of a pg_loss of nan
-            pg = f"pg_loss {metrics['actor/pg_loss']:+.4f}" if "actor/pg_loss" in metrics else "critic warm-up"
-            console.print(
-                f"rl step {step}/{total}: score {metrics['critic/score/mean']:.3f}  "
-                f"acc {metrics.get('reward/correct', float('nan')):.2f}  "
-                f"parse-fail {metrics['reward/parse_failure_rate']:.2f}  "
-                f"{pg}  {metrics['timing_s/step']:.1f}s{val}"
-            )
+            console.print(describe(step, total, metrics))
             if step % job.trainer.save_every == 0 or step == total:
                 save_checkpoint(backend, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"])
             advance(1)

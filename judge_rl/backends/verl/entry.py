@@ -13,12 +13,14 @@ from typing import Mapping
 
 from omegaconf import OmegaConf, open_dict
 
-from judge_rl.backends.verl.launch import FORWARDED_ENV
+from judge_rl.backends.verl.launch import EXTRA_FORWARDED_ENV, FORWARDED_ENV
 
 
 def with_forwarded_env(cfg, environ: Mapping[str, str]):
-    """The config with the W&B / HF variables of `environ` added to Ray's runtime env (in memory)."""
-    env = {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
+    """The config with the W&B / HF variables of `environ` added to Ray's runtime env (in memory), and those
+    named in `environ[EXTRA_FORWARDED_ENV]` (comma-separated)."""
+    names = (*FORWARDED_ENV, *(n.strip() for n in environ.get(EXTRA_FORWARDED_ENV, "").split(",") if n.strip()))
+    env = {k: environ[k] for k in names if environ.get(k)}
     if env:
         with open_dict(cfg):
             runtime = cfg.ray_kwargs.ray_init

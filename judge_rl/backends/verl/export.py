@@ -105,35 +105,32 @@ def export_parquet(
     mode: the judging mode, "pairwise" or "pointwise"; it must match `prompt.kind` (None: take it from
     the prompt). orders: "balanced" (training: one order per pair, half each) or "both" (held-out).
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     rows = judge_rows(pairs, prompt, seed=seed, reward_name=reward_name, mode=mode, orders=orders)
     if not rows:
         raise ValueError("no pairs to export")
+    extra = {"index": "int64", "pair_id": "string", "item_id": "string", "reward_name": "string"}
+    return write_rl_parquet(rows, path, extra)
+
+
+def write_rl_parquet(rows: Sequence[dict[str, Any]], path: str | os.PathLike, extra_info: dict[str, str]) -> int:
+    """Write verl RL rows (module docstring's columns) to `path` atomically; returns the number of rows.
+    extra_info: the fields of the extra_info struct and their pyarrow type names ("int64", "string", ...)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     schema = pa.schema(
         [
             ("data_source", pa.string()),
             ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
             ("ability", pa.string()),
             ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-            (
-                "extra_info",
-                pa.struct(
-                    [
-                        ("index", pa.int64()),
-                        ("pair_id", pa.string()),
-                        ("item_id", pa.string()),
-                        ("reward_name", pa.string()),
-                    ]
-                ),
-            ),
+            ("extra_info", pa.struct([(name, pa.type_for_alias(kind)) for name, kind in extra_info.items()])),
         ]
     )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+    pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), tmp)
     os.replace(tmp, target)
     return len(rows)
 

@@ -37,14 +37,18 @@ from judge_rl.backends.local.loop import RLResult
 # Forwarded by name to Ray workers (values only ever come from the environment).
 FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_BASE_URL",
                  "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH")
+# Further variable names to forward, comma-separated, set by a launcher in the entry process's environment
+# (the policy job forwards its judge's `judge.api_key_env` this way: the name travels, never the value).
+EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
 METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
 
 
-def experiment_name(job: JobConfig, run_dir: Path) -> str:
+def experiment_name(job: JobConfig, run_dir: Path, reward_name: str | None = None) -> str:
     """Unique per job: verl auto-resumes a run whose experiment name and checkpoint dir match, so two
-    sweep points must never share one, while re-running the same run_dir must keep it."""
+    sweep points must never share one, while re-running the same run_dir must keep it. reward_name:
+    for a job without `reward` (the policy job's policy_reward.name); None: job.reward.name."""
     digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:8]
-    return f"{job.model.name}-{job.algorithm.name}-{job.reward.name}-{digest}"
+    return f"{job.model.name}-{job.algorithm.name}-{reward_name or job.reward.name}-{digest}"
 
 
 def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):

@@ -74,7 +74,7 @@ verl's reward managers score one sample at a time and cannot apply its both-orde
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -98,9 +98,12 @@ ROLLOUT_ENGINE = "vllm"
 LEGACY_TOP_LEVEL = ("custom_reward_function", "reward_model", "sandbox_fusion")
 
 # Keys absent from the composed defaults that verl reads nonetheless: reward kwargs are read with
-# `.get("reward_kwargs", {})` by verl.trainer.ppo.reward.get_custom_reward_fn, and ray_kwargs.ray_init
-# is passed to ray.init(**...) as it is.
-PASSTHROUGH = ("reward.custom_reward_function.reward_kwargs", "ray_kwargs.ray_init")
+# `.get("reward_kwargs", {})` by verl.trainer.ppo.reward.get_custom_reward_fn, ray_kwargs.ray_init
+# is passed to ray.init(**...) as it is, and the rate-limited reward manager
+# (verl.experimental.reward_loop.reward_manager.limited) reads its limits with `config.reward.get(...)`.
+RATE_LIMITED_KEYS = ("reward.max_concurrent", "reward.max_rpm", "reward.max_tpm", "reward.estimated_tokens_per_request",
+                     "reward.timeout")  # fmt: skip
+PASSTHROUGH = ("reward.custom_reward_function.reward_kwargs", "ray_kwargs.ray_init", *RATE_LIMITED_KEYS)
 
 # Keys the 0.9.1 dataclasses still carry but no engine reads, and the key that is read instead.
 DEAD_ALIASES = {
@@ -284,6 +287,8 @@ def _job_values(
     nnodes: int,
     model_path: str,
     rollout_tp: int,
+    reward_kwargs: Mapping[str, Any],
+    stages: Sequence[str],
 ) -> dict[str, Any]:
     a, t = job.algorithm, job.trainer
     n_gpus = n_gpus_per_node * nnodes
@@ -336,7 +341,7 @@ def _job_values(
         # reward: verl 0.9 reads reward.custom_reward_function.{path,name,reward_kwargs}
         "reward.custom_reward_function.path": reward_module,
         "reward.custom_reward_function.name": REWARD_FUNCTION_NAME,
-        "reward.custom_reward_function.reward_kwargs": {"reward_name": job.reward.name, **job.reward.weights},
+        "reward.custom_reward_function.reward_kwargs": dict(reward_kwargs),
         "reward.reward_manager.source": "register",
         "reward.reward_manager.name": REWARD_MANAGER,
         # trainer
@@ -346,8 +351,8 @@ def _job_values(
         "trainer.save_freq": t.save_every,
         "trainer.max_actor_ckpt_to_keep": keep,
         "trainer.max_critic_ckpt_to_keep": keep,
-        "trainer.val_before_train": "eval_base" in job.stages,
-        "trainer.test_freq": t.total_steps if "eval_rl" in job.stages else -1,
+        "trainer.val_before_train": "eval_base" in stages,
+        "trainer.test_freq": t.total_steps if "eval_rl" in stages else -1,
         "trainer.project_name": job.logger.project,
         "trainer.experiment_name": experiment_name,
         "trainer.default_local_dir": str(Path(ckpt_dir).expanduser().resolve()),
@@ -398,6 +403,8 @@ def verl_config(
     nnodes: int,
     extra: Mapping[str, Any] | None = None,
     init_model: str | os.PathLike | None = None,
+    reward_kwargs: Mapping[str, Any] | None = None,
+    stages: Sequence[str] | None = None,
 ) -> DictConfig:
     """verl 0.9's `ppo_trainer` config for `job`, every interpolation resolved (see the module docstring).
 
@@ -407,10 +414,15 @@ def verl_config(
     extra: dotted verl keys set last, e.g. {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.6};
         a key verl does not have is refused.
     init_model: the checkpoint to start from (e.g. judge_rl's SFT init) instead of the job's model.
+    reward_kwargs, stages: for a job that is not the judge job (the policy job, judge_rl/policy/verl.py):
+        reward.custom_reward_function.reward_kwargs as given (None: the judge job's {reward_name, **weights},
+        after checking that its reward runs on verl) and the stages that set verl's validation (None: job.stages).
     """
     if n_gpus_per_node < 1 or nnodes < 1:
         raise VerlTranslationError(f"n_gpus_per_node={n_gpus_per_node}, nnodes={nnodes}: both must be >= 1")
-    _check_reward(job)
+    if reward_kwargs is None:
+        _check_reward(job)
+        reward_kwargs = {"reward_name": job.reward.name, **job.reward.weights}
     if (job.algorithm.adv_estimator == "gae") != job.algorithm.critic.enabled:
         raise VerlTranslationError(
             f"algorithm.adv_estimator={job.algorithm.adv_estimator} with critic.enabled={job.algorithm.critic.enabled}:"
@@ -432,6 +444,8 @@ def verl_config(
         n_gpus_per_node=n_gpus_per_node,
         nnodes=nnodes,
         model_path=model_path,
+        reward_kwargs=reward_kwargs,
+        stages=job.stages if stages is None else stages,
         rollout_tp=choose_rollout_tp(
             model_arch(job.model, model_path),
             job.cluster.rollout_tp or int(cfg.actor_rollout_ref.rollout.tensor_model_parallel_size),

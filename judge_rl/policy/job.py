@@ -1,0 +1,293 @@
+"""The policy job: train a policy with online RL while an LLM judge grades its answers, and measure it on IFEval.
+
+    setup -> serve / reach the judge -> IFEval before -> RL (local backend or verl) -> IFEval after -> report
+
+`run(cfg)` is a plain function of a composed config (conf/policy.yaml) that returns the run's results
+document; `python -m judge_rl.policy` and the tests both call it.
+
+- setup: the prompts (generated, or a rubric / VerIF file), the IFEval subset, the grader; everything that
+  can fail on bad data fails here, before a model loads (a reward the prompts cannot support, e.g.
+  judge_pairwise without reference answers, rule without checkers).
+- the judge: `judge.engine=local` serves the embedded (or a trained: `judge.checkpoint=<run>/rl_model`)
+  judge on 127.0.0.1 over the OpenAI chat API, batched; `openai` reaches any endpoint (key from the
+  environment); `vllm` uses or starts `vllm serve` (judge_rl/servers/endpoint.py).
+- RL: the local backend's loop (judge_rl/backends/local/loop.py) with `PolicyBackend`, whose step masks judge
+  failures and stops above `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); or verl
+  (`cluster=...` with backend verl, judge_rl/policy/verl.py).
+- IFEval (judge_rl/policy/ifeval_run.py) before RL, every `ifeval.every` steps, and after; the four
+  published accuracies with bootstrap intervals, and after-minus-before with a paired bootstrap over prompts.
+
+Run directory: `resolved_config.yaml`, `status.json`, `metrics.jsonl` (per step: rewards, timing split,
+judge telemetry, failures by reason, bias metrics), `ifeval/{before,after,step_<k>}/` (responses, records,
+summary), `checkpoints/`, `rl_model/` (the trained policy), `results.json` (job "policy"). Re-running with the
+same `run_dir` resumes: RL from its last checkpoint, IFEval from saved answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import nullcontext
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+
+from judge_rl.evaluation.metrics import paired_bootstrap
+from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
+from judge_rl.policy.data import PolicyPrompt, generate_policy_prompts
+from judge_rl.policy.judge_client import JudgeFailureRateExceeded
+from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_entry, ifeval_metrics, ifeval_prompts, per_prompt
+from judge_rl.reports.console import console
+from judge_rl.reports.schema import new_results, write_results
+from judge_rl.rundir import claim_run_dir
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    job = to_policy_config(cfg)
+    with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=POLICY_NEUTRAL_KEYS, console=console) as run_dir:
+        return run_policy_job(job, run_dir)
+
+
+# ------------------------------------------------------------------ setup
+
+
+def load_policy_prompts(job: PolicyJobConfig) -> list[PolicyPrompt]:
+    """The training prompts, checked against what the reward needs (a one-line error naming the prompt)."""
+    d = job.policy_data
+    if d.source == "generated":
+        prompts = generate_policy_prompts(d.n_train, seed=d.seed, split="train", min_constraints=d.min_constraints,
+                                          max_constraints=d.max_constraints)  # fmt: skip
+    elif d.source == "rubric_file":
+        from judge_rl.policy.rubric_files import load_rubric_file
+
+        prompts = load_rubric_file(d.path, limit=d.limit)
+    else:
+        from judge_rl.policy.rubric_files import load_verif_file
+
+        prompts = load_verif_file(d.path, limit=d.limit)
+    if not prompts:
+        raise ValueError(f"policy_data={d.name}: no prompts")
+    name, where = job.policy_reward.name, f"policy_data={d.name}" + (f" ({d.path})" if d.path else "")
+    need = {"rule": ("instruction_id_list", "IFEval checkers"), "rubric": ("rubric", "a rubric"),
+            "judge_pairwise": ("reference", "a reference answer")}.get(name)  # fmt: skip
+    if need is not None:
+        lacking = [p.prompt_id for p in prompts if not getattr(p, need[0])]
+        if lacking:
+            raise ValueError(f"policy_reward={name} needs {need[1]} for every prompt; {where}: prompt {lacking[0]!r} "
+                             f"has none ({len(lacking)} of {len(prompts)} lack one)")
+    return prompts
+
+
+def fit_prompts(prompts: list[PolicyPrompt], tokenizer, max_len: int) -> list[PolicyPrompt]:
+    from judge_rl.rollouts import encode_chat
+
+    kept = [p for p in prompts if len(encode_chat(tokenizer, p.chat())) <= max_len]
+    if not kept:
+        raise ValueError(f"every training prompt is longer than model.max_prompt_length={max_len} tokens")
+    if len(kept) < len(prompts):
+        console.print(f"[yellow]policy_data: {len(prompts) - len(kept)} prompts over {max_len} tokens dropped[/yellow]")
+    return kept
+
+
+# ------------------------------------------------------------------ the job
+
+
+def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
+    if job.dry_run:
+        from judge_rl.policy.verl import policy_dry_run
+
+        return policy_dry_run(job, run_dir)
+    from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
+    from judge_rl.policy.grading import Grader, judge_client
+    from judge_rl.reports.logging import MetricsLogger
+    from judge_rl.servers.endpoint import judge_endpoint
+
+    # setup: data, IFEval prompts, tokenizer; nothing loads a model before these pass
+    t_start = time.perf_counter()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per judge call
+    torch.manual_seed(job.seed)
+    if job.cluster.threads:
+        torch.set_num_threads(job.cluster.threads)
+    tokenizer = load_tokenizer(job.model, job.cache_dir)
+    prompts = fit_prompts(load_policy_prompts(job), tokenizer, job.model.max_prompt_length)
+    ifeval = ifeval_prompts(job.ifeval) if job.ifeval.enabled else []
+    results = new_results("policy", run_dir)
+    results["data"] = {"train_prompts": len(prompts), "ifeval_prompts": len(ifeval)}
+    logger = MetricsLogger(run_dir, job.logger, asdict(job))
+    device = resolve_device(job.cluster.device)
+
+    def ifeval_on(model, label: str) -> dict[str, Any]:
+        return evaluate_policy(model, tokenizer, ifeval, run_dir / "ifeval" / label, max_new_tokens=job.ifeval.max_new_tokens,
+                               batch_size=job.ifeval.batch_size, label=f"ifeval {label}")  # fmt: skip
+
+    # IFEval of the policy before training
+    if ifeval:
+        policy = load_model(job.model, job.cache_dir, device, seed=job.seed).eval()
+        with torch.no_grad():
+            before = ifeval_on(policy, "before")
+        del policy
+        results["evaluations"]["before"] = {"benchmarks": {"ifeval": ifeval_entry(before)}}
+        write_results(run_dir, results)
+        _print_ifeval("before", before)
+
+    # RL, the judge served (or reached) for as long as it grades
+    serving = judge_endpoint(job.judge, job.cache_dir, job.seed, log_dir=run_dir / "judge_server") \
+        if job.judge.engine != "none" else nullcontext(None)  # fmt: skip
+    with serving as endpoint:
+        client = judge_client(job.judge, endpoint.base_url, endpoint.model) if endpoint is not None else None
+        grader = Grader(job.policy_reward, client)
+        if endpoint is not None:
+            console.print(f"judge: {job.judge.name} ({job.judge.engine}) at {client.endpoint}, model {endpoint.model}")
+        if job.cluster.backend == "verl":
+            from judge_rl.policy.verl import train_policy_verl
+
+            model_dir = train_policy_verl(job, run_dir, endpoint.base_url if endpoint is not None else None,
+                                          judge_model=endpoint.model if endpoint is not None else None, log=logger.log)
+        else:
+            model_dir = train_local_policy(job, run_dir, prompts, grader, logger, ifeval_on if ifeval else None)
+    history = logger.history()
+    results["training"]["rl"] = training_summary(history)
+    write_results(run_dir, results)
+
+    # IFEval of the trained policy, and the change with its noise
+    if ifeval:
+        policy = load_model(job.model, job.cache_dir, device, checkpoint=model_dir, seed=job.seed).eval()
+        with torch.no_grad():
+            after = ifeval_on(policy, "after")
+        del policy
+        results["evaluations"]["after"] = {"benchmarks": {"ifeval": ifeval_entry(after)}}
+        results["comparisons"]["after_minus_before"] = {
+            k: paired_bootstrap(per_prompt(before["records"], k), per_prompt(after["records"], k)) for k in OFFICIAL
+        }
+    results["final_stage"] = "after" if ifeval else None
+    results["wall_s"] = time.perf_counter() - t_start
+    write_results(run_dir, results)
+    logger.summary({k: v for k, v in results["training"]["rl"].items() if isinstance(v, (int, float))})
+    logger.finish()
+    print_policy_summary(results)
+    return results
+
+
+def train_local_policy(job: PolicyJobConfig, run_dir: Path, prompts, grader, logger, ifeval_on) -> Path:
+    """RL on the local backend: the main job's loop with a `PolicyBackend` (judge_rl/policy/backend.py)."""
+    from judge_rl.backends.local.loop import latest_checkpoint, run_local_loop
+    from judge_rl.policy.backend import PolicyBackend
+
+    found = latest_checkpoint(run_dir / "checkpoints")
+    logger.drop_steps_after(found[0] if found else 0)
+
+    def make_backend(policy, reference, tokenizer, critic):
+        return PolicyBackend(policy, reference, tokenizer, job.algorithm, job.trainer, grader, job.judge_failure, critic,
+                             samples_dir=run_dir / "samples")  # fmt: skip
+
+    every = job.ifeval.every
+    eval_fn = (lambda model, step: ifeval_metrics(ifeval_on(model, f"step_{step}"))) if ifeval_on and every else None
+    eval_at = (lambda step, total: step % every == 0 and step != total) if eval_fn else None  # the last: "after"
+    try:
+        result = run_local_loop(job, None, prompts, make_backend, logger.log, run_dir, eval_fn=eval_fn, eval_at=eval_at,
+                                describe=policy_step_line)  # fmt: skip
+    except JudgeFailureRateExceeded as e:  # the stopped step's telemetry and failures stay in metrics.jsonl
+        if hasattr(e, "metrics"):
+            logger.log(e.metrics, e.step)
+        raise
+    return result.model_dir
+
+
+# ------------------------------------------------------------------ report
+
+
+def policy_step_line(step: int, total: int, m: dict[str, float]) -> str:
+    score = m.get("critic/score/mean")
+    shown = f"{score:.3f}" if isinstance(score, float) else "-"
+    return (f"policy step {step}/{total}: reward {shown}  rule {m.get('bias/rule_mean', float('nan')):.3f}  "
+            f"judge calls {int(m.get('judge/calls', 0))}  failed samples {int(m['judge_failure/samples'])}"
+            f"/{int(m['judge_failure/samples'] + m['judge_failure/trained_samples'] + m['judge_failure/dropped_samples'])}  "
+            f"gen {m['timing_s/gen']:.1f}s judge {m['timing_s/judge']:.1f}s update {m['timing_s/update']:.1f}s")  # fmt: skip
+
+
+def _mean(history: list[dict[str, Any]], key: str) -> float | None:
+    vals = [h[key] for h in history if isinstance(h.get(key), (int, float))]
+    return float(np.mean(vals)) if vals else None
+
+
+def _sum(history: list[dict[str, Any]], key: str) -> float | None:
+    vals = [h[key] for h in history if isinstance(h.get(key), (int, float))]
+    return float(np.sum(vals)) if vals else None
+
+
+def training_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The RL section of results.json: steps, the seconds per step and their split, judge totals, failures, bias."""
+    from judge_rl.reports.summary import reward_curve
+
+    history = sorted(history, key=lambda h: h["step"])
+    out: dict[str, Any] = {"steps": len(history)}
+    curve = reward_curve(history)
+    if curve:
+        out["reward_curve"] = curve
+    out["rewards"] = [h.get("critic/score/mean") for h in history]
+    out["seconds_per_step"] = _mean(history, "timing_s/step")
+    out["timing"] = {k: _mean(history, f"timing_s/{k}") for k in ("gen", "judge", "update")}
+    out["judge"] = {k: _sum(history, f"judge/{k}") for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "failures")}
+    out["judge"]["latency_p50_s"] = _mean(history, "judge/latency_p50_s")
+    out["judge"]["latency_p95_s"] = _mean(history, "judge/latency_p95_s")
+    samples = _sum(history, "judge_failure/samples") or 0.0
+    trained = _sum(history, "judge_failure/trained_samples") or 0.0
+    dropped = _sum(history, "judge_failure/dropped_samples") or 0.0
+    reasons: dict[str, float] = {}
+    for h in history:
+        for k, v in h.items():
+            if k.startswith("judge_failure/reason/") and isinstance(v, (int, float)):
+                reasons[k.split("/", 2)[2]] = reasons.get(k.split("/", 2)[2], 0.0) + v
+    total = samples + trained + dropped
+    out["judge_failure"] = {"samples": samples, "rate": samples / total if total else None, "dropped_samples": dropped,
+                            "trained_samples": trained, "reasons": reasons}  # fmt: skip
+    out["bias"] = {k.split("/", 1)[1]: _mean(history, k) for k in
+                   ("bias/judge_fp_rate", "bias/judge_fn_rate", "bias/judge_agreement", "bias/length_corr",
+                    "bias/reward_minus_rule", "bias/reward_mean", "bias/rule_mean")}  # fmt: skip
+    return out
+
+
+def _fmt(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
+
+
+def _print_ifeval(label: str, result: dict[str, Any]) -> None:
+    console.print(f"ifeval {label} ({result['counts']['prompts']} prompts): prompt strict "
+                  f"{result['prompt_level_strict_accuracy']:.3f}, instruction strict {result['instruction_level_strict_accuracy']:.3f}, "
+                  f"prompt loose {result['prompt_level_loose_accuracy']:.3f}, instruction loose "
+                  f"{result['instruction_level_loose_accuracy']:.3f}")  # fmt: skip
+
+
+def print_policy_summary(results: dict[str, Any]) -> None:
+    """The closing table: IFEval before / after / after-minus-before with its interval; the step's split."""
+    rl = results["training"].get("rl", {})
+    lines = []
+    ev = results["evaluations"]
+    if "before" in ev and "after" in ev:
+        b, a = ev["before"]["benchmarks"]["ifeval"]["official"], ev["after"]["benchmarks"]["ifeval"]["official"]
+        gain = results["comparisons"]["after_minus_before"]
+        n = ev["after"]["benchmarks"]["ifeval"]["counts"]["prompts"]
+        lines += [f"IFEval ({n} prompts)            before  after   after-before [95% CI, paired bootstrap]"]
+        for k in OFFICIAL:
+            g = gain[k]
+            lines.append(f"  {k.replace('_accuracy', ''):32s} {b[k]:.3f}   {a[k]:.3f}   {g['diff']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]")
+    t = rl.get("timing", {})
+    lines.append(f"RL: {rl.get('steps', 0)} steps, {_fmt(rl.get('seconds_per_step'))} s/step (generation {_fmt(t.get('gen'))}, "
+                 f"judging {_fmt(t.get('judge'))}, update {_fmt(t.get('update'))})")  # fmt: skip
+    if rl.get("reward_curve"):
+        c = rl["reward_curve"]
+        lines.append(f"reward: first {_fmt(c.get('first_mean'))} -> last {_fmt(c.get('last_mean'))}")
+    jf, jd = rl.get("judge_failure", {}), rl.get("judge", {})
+    if jd.get("calls"):
+        reasons = ", ".join(f"{k} {int(v)}" for k, v in sorted(jf.get("reasons", {}).items(), key=lambda kv: -kv[1]))
+        lines.append(f"judge: {int(jd['calls'])} calls, latency p50 {_fmt(jd.get('latency_p50_s'))} s; failed samples "
+                     f"{int(jf.get('samples', 0))} (rate {_fmt(jf.get('rate'))}){': ' + reasons if reasons else ''}")  # fmt: skip
+    bias = rl.get("bias", {})
+    if bias:
+        lines.append("bias: " + ", ".join(f"{k} {_fmt(v)}" for k, v in bias.items()))
+    lines.append(f"wall time {results['wall_s']:.0f} s; run directory {results['run_dir']}")
+    console.print("\n".join(lines))

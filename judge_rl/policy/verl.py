@@ -1,0 +1,345 @@
+"""The policy job on verl: its prompts as verl's RL parquet, its config translated to verl 0.9's `ppo_trainer`,
+a dry run, and a launch.
+
+    files = export_policy_data(job, run_dir / "verl" / "data")
+    cfg = policy_verl_config(job, files, judge_base_url)          # validated by verl's own checks
+    policy_dry_run(job, run_dir)                                   # `python -m judge_rl.policy ... --dry-run`
+    train_policy_verl(job, run_dir, endpoint.base_url, judge_model=endpoint.model, log=logger.log)
+
+The translation is the main job's (judge_rl/backends/verl/translate.py: algorithm, model, batch shape,
+rollout, trainer, checkpoints, logger), with the policy's reward instead of the judge job's:
+
+  policy_reward=rule     reward.custom_reward_function = judge_rl/policy/verl_reward.py:rule_compute_score
+                         (judge_rl.policy.rewards.rule_compute_score re-exported: sync, never fails),
+                         reward_kwargs {level}; reward manager verl's `naive`
+  rubric | verif |       reward.custom_reward_function = judge_rl/policy/verl_reward.py:compute_score (async,
+  judge_pairwise         calls the judge over HTTP), reward_kwargs = `policy_reward_kwargs` (every
+                         policy_reward field as reward_<field>, the judge client's settings as judge_<field>,
+                         the API key's environment variable by NAME only); reward manager
+                         judge_rl/policy/verl_reward_manager.py:JudgeRewardManager (verl's rate-limited manager,
+                         judge failures leave the batch), loaded with `source: importlib`
+  judge.concurrency      reward.num_workers = min(8, concurrency) reward workers, each with
+                         reward.max_concurrent = ceil(concurrency / workers) samples and as many judge calls
+                         in flight (the client's cap per process): about `concurrency` calls in all
+  judge timeouts         reward.timeout = max(300, 4 x the client's worst case for one call) per sample; a sample
+                         over it is a judge failure (dropped), never a zero
+  judge_failure.mode     mask: a failed sample leaves the batch, its group's advantages come from the graded
+                         samples (verl_reward_manager.py; trainer.use_v1=true). drop_group is refused: verl 0.9.1
+                         cannot drop a group left with fewer than min_group_size graded samples
+  validation             none (trainer.val_before_train=false, test_freq=-1): the job measures the policy on
+                         IFEval itself; verl still builds a loader from data.val_files, a small held-out split
+
+Not translated: judge_failure.max_failure_rate (verl has no hook for it from the reward side: see
+verl_reward_manager.py). Known difference from the local backend under mask: verl's GRPO gives a group left with
+one graded sample that sample's raw score as its advantage (mean 0, std 1 for a singleton group), not 0.
+
+Data (`export_policy_data`): one row per prompt, the columns verl's RLHFDataset reads:
+  data_source   "policy/<policy_data.name>/<split>"
+  prompt        the conversation the policy answers (`PolicyPrompt.chat()`)
+  ability       "instruction_following"
+  reward_model  {"style": "rule", "ground_truth": PolicyPrompt.to_dict() as JSON text}
+  extra_info    {"index", "prompt_id", "reward_name", "split"}
+train: the job's training prompts (judge_rl.policy.job.load_policy_prompts: generated, or a rubric / VerIF file);
+val: for generated prompts, `VAL_PROMPTS` prompts of the generator's held-out split (disjoint base tasks); for a
+file, its first `VAL_PROMPTS` rows.
+
+No secret reaches a file: the key is read by the judge client from `judge.api_key_env` at each request, and the
+variable's name is forwarded to Ray's workers in memory (judge_rl/backends/verl/entry.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from judge_rl.backends.verl.export import write_rl_parquet
+from judge_rl.backends.verl.launch import (
+    EXTRA_FORWARDED_ENV,
+    METRICS_DIR,
+    experiment_name,
+    launch_env,
+    merged_model_dir,
+    read_verl_metrics,
+    shown_command,
+)
+from judge_rl.backends.verl.preflight import preflight
+from judge_rl.backends.verl.translate import VerlTranslationError, validate, verl_config
+from judge_rl.config import dotted_leaves
+from judge_rl.models.arch import model_arch
+from judge_rl.policy.config import PolicyJobConfig, RewardJudgeConfig
+from judge_rl.policy.data import PolicyPrompt
+from judge_rl.reports.console import console
+
+ABILITY = "instruction_following"
+VAL_PROMPTS = 16
+EXTRA_INFO = {"index": "int64", "prompt_id": "string", "reward_name": "string", "split": "string"}
+VERL_REWARD_WORKERS = 8  # verl's default reward.num_workers
+RULE_FUNCTION = "rule_compute_score"
+
+
+# --------------------------------------------------------------------------- data
+
+
+def policy_rows(prompts: Sequence[PolicyPrompt], *, reward_name: str, split: str, data_source: str) -> list[dict[str, Any]]:
+    """verl RL rows (the parquet's records) for `prompts` (module docstring)."""
+    return [
+        {
+            "data_source": data_source,
+            "prompt": [{"role": m["role"], "content": m["content"]} for m in p.chat()],
+            "ability": ABILITY,
+            "reward_model": {"style": "rule", "ground_truth": json.dumps(p.to_dict(), sort_keys=True)},
+            "extra_info": {"index": i, "prompt_id": p.prompt_id, "reward_name": reward_name, "split": split},
+        }
+        for i, p in enumerate(prompts)
+    ]
+
+
+def validation_prompts(job: PolicyJobConfig, train: Sequence[PolicyPrompt]) -> list[PolicyPrompt]:
+    d = job.policy_data
+    if d.source == "generated":
+        from judge_rl.policy.data import generate_policy_prompts
+
+        return generate_policy_prompts(min(VAL_PROMPTS, d.n_train), seed=d.seed, split="test",
+                                       min_constraints=d.min_constraints, max_constraints=d.max_constraints)  # fmt: skip
+    return list(train[:VAL_PROMPTS])
+
+
+def export_policy_data(job: PolicyJobConfig, out_dir: str | Path) -> dict[str, str]:
+    """Write `train.parquet` and `val.parquet` for verl under `out_dir`; returns verl_config's `data_files`.
+    Prompts over the policy's prompt budget are not dropped here: the translated config sets
+    data.filter_overlong_prompts and verl drops them by token count."""
+    from judge_rl.policy.job import load_policy_prompts
+
+    train = load_policy_prompts(job)
+    out = Path(out_dir)
+    files = {}
+    for split, prompts in (("train", train), ("val", validation_prompts(job, train))):
+        rows = policy_rows(prompts, reward_name=job.policy_reward.name, split=split,
+                           data_source=f"policy/{job.policy_data.name}/{split}")  # fmt: skip
+        path = out / f"{split}.parquet"
+        write_rl_parquet(rows, path, EXTRA_INFO)
+        files[split] = str(path.resolve())
+    return files
+
+
+def read_policy_prompts(path: str | Path) -> list[PolicyPrompt]:
+    """The prompts of an exported parquet, back from each row's ground truth."""
+    import pyarrow.parquet as pq
+
+    from judge_rl.policy.verl_reward import prompt_from_ground_truth
+
+    return [prompt_from_ground_truth(r["ground_truth"]) for r in pq.read_table(path).column("reward_model").to_pylist()]
+
+
+# --------------------------------------------------------------------------- the reward's settings
+
+
+def needs_judge(job: PolicyJobConfig) -> bool:
+    return job.policy_reward.name != "rule"
+
+
+def judge_model_name(judge: RewardJudgeConfig) -> str:
+    """The model id the judge's requests carry when the launcher does not say: judge.served_model, else the
+    checkpoint path or the conf/model's hub path (what `vllm serve <path>` serves under), else its name."""
+    if judge.served_model:
+        return judge.served_model
+    if judge.checkpoint:
+        return str(judge.checkpoint)
+    if judge.model is None:
+        raise VerlTranslationError(f"judge={judge.name}: no judge.served_model, checkpoint or model to name the judge")
+    from judge_rl.servers.http import load_model_config
+
+    m = load_model_config(judge.model)
+    return m.path if m.source == "hub" else m.name
+
+
+def planned_judge_base_url(judge: RewardJudgeConfig) -> str:
+    """judge.base_url, or where the job will start its judge (127.0.0.1:judge.port; a local judge's port is only
+    known once it listens, so a dry run shows this one)."""
+    return judge.base_url or f"http://127.0.0.1:{judge.port}/v1"
+
+
+def reward_workers(judge: RewardJudgeConfig) -> tuple[int, int]:
+    """(reward.num_workers, judge calls in flight per worker): about judge.concurrency calls in all."""
+    workers = max(1, min(VERL_REWARD_WORKERS, judge.concurrency))
+    return workers, math.ceil(judge.concurrency / workers)
+
+
+def reward_timeout(judge: RewardJudgeConfig) -> float:
+    """reward.timeout per sample: four times the client's worst case for one call (every attempt timing out,
+    every backoff slept), at least 300 s."""
+    one_call = (judge.max_retries + 1) * judge.timeout_s + judge.backoff_s * (2**judge.max_retries - 1)
+    return float(max(300.0, 4 * one_call))
+
+
+def policy_reward_kwargs(job: PolicyJobConfig, judge_base_url: str | None, judge_model: str | None = None,
+                         concurrency: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """reward.custom_reward_function.reward_kwargs for the policy's reward (judge_rl/policy/verl_reward.py reads
+    them). `concurrency`: the judge calls in flight per reward worker (None: judge.concurrency)."""
+    from dataclasses import asdict
+
+    from judge_rl.policy.verl_reward import JUDGE_CLIENT_FIELDS
+
+    r = job.policy_reward
+    if not needs_judge(job):
+        return {"level": r.level}
+    if not judge_base_url:
+        raise VerlTranslationError(f"policy_reward={r.name} asks a judge: its base_url is needed for verl's reward workers")
+    j = job.judge
+    values = {f"reward_{k}": v for k, v in asdict(r).items()}
+    values.update({f"judge_{k}": getattr(j, k) for k in JUDGE_CLIENT_FIELDS})
+    values["judge_extra_body"] = dict(j.extra_body)
+    values.update(judge_base_url=str(judge_base_url), judge_model=judge_model or judge_model_name(j))
+    if concurrency is not None:
+        values["judge_concurrency"] = int(concurrency)
+    return values
+
+
+def policy_reward_keys(job: PolicyJobConfig, judge_base_url: str | None, judge_model: str | None = None) -> dict[str, Any]:
+    """The verl keys the policy's reward sets besides reward_kwargs (module docstring)."""
+    if not needs_judge(job):
+        return {"reward.custom_reward_function.name": RULE_FUNCTION}
+    from judge_rl.policy.verl_reward_manager import MANAGER_NAME, MODULE_PATH
+
+    workers, per_worker = reward_workers(job.judge)
+    return {
+        "reward.reward_manager.source": "importlib",
+        "reward.reward_manager.name": MANAGER_NAME,
+        "reward.reward_manager.module.path": MODULE_PATH,
+        "reward.num_workers": workers,
+        "reward.max_concurrent": per_worker,
+        "reward.timeout": reward_timeout(job.judge),
+        # the v1 trainer drops a sample whose reward raised (verl_reward_manager.py); the v0 one would crash
+        "trainer.use_v1": True,
+    }
+
+
+def reward_module_file() -> str:
+    """The file verl loads the reward function from (reward.custom_reward_function.path), for every reward."""
+    import judge_rl.policy.verl_reward as module
+
+    return str(Path(module.__file__).resolve())
+
+
+# --------------------------------------------------------------------------- the config
+
+
+def policy_verl_config(
+    job: PolicyJobConfig,
+    data_files: Mapping[str, str | Path],
+    judge_base_url: str | None,
+    *,
+    judge_model: str | None = None,
+    experiment: str = "policy",
+    ckpt_dir: str | Path = "checkpoints",
+    extra: Mapping[str, Any] | None = None,
+) -> DictConfig:
+    """verl 0.9's `ppo_trainer` config for the policy job (module docstring), resolved, with no key verl would
+    ignore (translate.verl_config refuses one). judge_base_url: the judge's OpenAI-compatible URL as Ray's reward
+    workers reach it (None only for policy_reward=rule); judge_model: the model id requests carry (None:
+    `judge_model_name`). extra: dotted verl keys set last (cluster.verl_overrides are added by the launch)."""
+    if needs_judge(job) and job.judge_failure.mode != "mask":
+        raise VerlTranslationError(
+            f"judge_failure.mode={job.judge_failure.mode}: on verl 0.9.1 a failed sample leaves the batch (mask) but a "
+            "group left with fewer than judge_failure.min_group_size graded samples cannot be dropped; use "
+            "judge_failure.mode=mask, or the local backend (cluster=local)"
+        )
+    workers, per_worker = reward_workers(job.judge)
+    kwargs = policy_reward_kwargs(job, judge_base_url, judge_model, per_worker if needs_judge(job) else None)
+    keys = {**policy_reward_keys(job, judge_base_url, judge_model), **dict(extra or {})}
+    return verl_config(
+        job,  # type: ignore[arg-type]  (the fields verl_config reads are the same in PolicyJobConfig)
+        data_files=data_files,
+        reward_module=reward_module_file(),
+        experiment_name=experiment,
+        ckpt_dir=ckpt_dir,
+        n_gpus_per_node=job.cluster.n_gpus_per_node,
+        nnodes=job.cluster.nnodes,
+        extra=keys,
+        reward_kwargs=kwargs,
+        stages=(),
+    )
+
+
+# --------------------------------------------------------------------------- launching
+
+
+def policy_launch_env(job: PolicyJobConfig, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """launch.launch_env, plus the judge key's variable NAME in EXTRA_FORWARDED_ENV so the entry process forwards
+    its value to Ray's workers in memory."""
+    env = launch_env(job, run_dir, environ)  # type: ignore[arg-type]
+    if needs_judge(job):
+        names = [n for n in env.get(EXTRA_FORWARDED_ENV, "").split(",") if n]
+        env[EXTRA_FORWARDED_ENV] = ",".join(dict.fromkeys([*names, job.judge.api_key_env]))
+    return env
+
+
+def prepare_policy(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | None, judge_model: str | None = None):
+    """Data files, the translated and validated verl config (written to <run_dir>/verl/ppo_trainer.yaml), its
+    path and the launch command, after the preflight checks (judge_rl/backends/verl/preflight.py) pass."""
+    run_dir = Path(run_dir)
+    data = export_policy_data(job, run_dir / "verl" / "data")
+    cfg = policy_verl_config(
+        job, data, judge_base_url, judge_model=judge_model,
+        experiment=experiment_name(job, run_dir, reward_name=job.policy_reward.name),  # type: ignore[arg-type]
+        ckpt_dir=(run_dir / "verl" / "checkpoints").resolve(),
+        extra=dotted_leaves(job.cluster.verl_overrides) or None,
+    )  # fmt: skip
+    validate(cfg)
+    path = run_dir / "verl" / "ppo_trainer.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(OmegaConf.to_yaml(cfg))
+    command = [sys.executable, "-m", "judge_rl.backends.verl.entry", str(path.resolve())]
+    model_path = cfg.actor_rollout_ref.model.path
+    preflight(
+        cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}",
+        policy_launch_env(job, run_dir),
+        {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
+         "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
+    )  # fmt: skip
+    return cfg, path, command
+
+
+def policy_dry_run(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
+    """Everything a launch does (data exported, config translated, validated and written, preflight) but the
+    launch; prints the command and the config. The judge's URL is judge.base_url or where the job would start it."""
+    base_url = planned_judge_base_url(job.judge) if needs_judge(job) else None
+    cfg, path, command = prepare_policy(job, Path(run_dir), base_url)
+    shown = shown_command(job, command)  # type: ignore[arg-type]
+    console.print(f"[bold]verl dry run[/bold] (policy job): would launch\n  {shown}\nwith {path}:")
+    console.print(OmegaConf.to_yaml(cfg), markup=False, highlight=False)
+    if needs_judge(job) and not job.judge.base_url:
+        console.print(f"(the judge's URL {base_url} is where the job starts it; a launch writes the real one)")
+    return {"run_dir": str(run_dir), "verl_config": str(path), "command": command,
+            "experiment_name": cfg.trainer.experiment_name, "judge_base_url": base_url}  # fmt: skip
+
+
+def train_policy_verl(
+    job: PolicyJobConfig,
+    run_dir: Path,
+    judge_base_url: str | None,
+    *,
+    judge_model: str | None = None,
+    log: Callable[[dict[str, float], int], None] | None = None,
+) -> Path:
+    """Train the policy on verl in its own process (`python -m judge_rl.backends.verl.entry <config>`), the judge
+    reached at `judge_base_url` (served by the caller for as long as this runs); every step verl logged is passed
+    to `log(metrics, step)`, even when verl crashed later. Returns the trained policy, merged into a Hugging Face
+    directory (<run_dir>/rl_model)."""
+    run_dir = Path(run_dir)
+    cfg, path, command = prepare_policy(job, run_dir, judge_base_url, judge_model)
+    console.print(f"verl: launching {shown_command(job, command)}")  # type: ignore[arg-type]
+    try:
+        subprocess.run(command, env=policy_launch_env(job, run_dir), check=True)
+    finally:
+        if log is not None:
+            for record in read_verl_metrics(run_dir):
+                step = record.pop("step")
+                log(record, step)
+    return merged_model_dir(cfg, run_dir)

@@ -1,0 +1,268 @@
+"""The judge as its own layer: an OpenAI-compatible endpoint for the policy job, started (or found) from
+`judge/` config and stopped when the job is done.
+
+    with judge_endpoint(job.judge, job.cache_dir, seed=job.seed, log_dir=run_dir) as endpoint:
+        client = AsyncJudgeClient(endpoint.base_url, endpoint.model, ...)   # endpoint is None for judge=none
+
+What each `judge.engine` gives:
+
+  local   the job loads `judge.model` (with `judge.checkpoint` weights when set) and serves it on
+          127.0.0.1 (a free port) with `judge_rl.servers.http.ChatCompletionServer` in a background
+          thread, batching concurrent requests (`judge.max_batch`, `judge.batch_wait_s`); it is shut
+          down on exit. With `judge.base_url` set, that server is used and nothing is started.
+  openai  `judge.base_url` and `judge.served_model`; nothing is started.
+  vllm    `judge.base_url` of a running server, or none: the job runs `vllm serve` (GPU) on
+          127.0.0.1:`judge.port` as a subprocess with its output in `<log_dir>/vllm_serve.log`, waits
+          until GET /v1/models answers 200 (at most `judge.startup_timeout_s`), and stops it on exit
+          (SIGTERM to its process group, SIGKILL after 10 s). A server that exits or does not come up
+          fails with one line naming the command, the exit code and the log.
+  none    no judge: the context yields None.
+
+Why a subprocess for vLLM rather than the offline `vllm.LLM` (`judge_rl.servers.vllm`): the judge's
+GPU memory, its CUDA context and its crashes stay out of the training process, and the policy job talks
+to a local judge exactly as to a remote one, over HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import httpx
+
+from judge_rl.servers.http import HOST, ChatCompletionServer, load_model_config
+
+LOG_NAME = "vllm_serve.log"
+STOP_GRACE_S = 10.0
+POLL_INTERVAL_S = 0.25
+
+
+@dataclass
+class Endpoint:
+    """Where the judge answers: `base_url` (ending in /v1) and the model id to send (`model`).
+    `server` is the in-process server (engine local), `process` the `vllm serve` subprocess (engine vllm,
+    started by the job), `log_path` that subprocess's output; None when nothing was started."""
+
+    base_url: str
+    model: str
+    engine: str
+    server: ChatCompletionServer | None = None
+    process: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+
+@contextlib.contextmanager
+def judge_endpoint(
+    judge_cfg,
+    cache_dir: str,
+    seed: int = 0,
+    *,
+    log_dir: str | os.PathLike | None = None,
+    command: Sequence[str] | None = None,
+) -> Iterator[Endpoint | None]:
+    """The judge endpoint of a `RewardJudgeConfig` (see the module docstring), stopped on exit.
+
+    `log_dir`: where `vllm serve` writes its output (default: a fresh temporary directory, kept so the
+    log outlives a failure). `command`: for engine vllm, run this instead of `vllm serve ...` (a test's
+    stand-in server; it must listen on 127.0.0.1:`judge.port`)."""
+    engine = judge_cfg.engine
+    if engine == "none":
+        yield None
+    elif engine == "openai":
+        yield Endpoint(judge_cfg.base_url, judge_cfg.served_model, engine)
+    elif engine == "local":
+        if judge_cfg.base_url:
+            yield Endpoint(judge_cfg.base_url, served_name(judge_cfg), engine)
+        else:
+            with _local_server(judge_cfg, cache_dir, seed) as server:
+                yield Endpoint(server.base_url, server.model_name, engine, server=server)
+    elif engine == "vllm":
+        if judge_cfg.base_url:
+            yield Endpoint(judge_cfg.base_url, served_name(judge_cfg), engine)
+        else:
+            with _vllm_process(judge_cfg, cache_dir, log_dir, command) as endpoint:
+                yield endpoint
+    else:
+        raise ValueError(f"judge.engine={engine!r}: expected one of local, openai, vllm, none")
+
+
+def judge_model_config(judge_cfg):
+    """The ModelConfig of the judge: `judge.model` (a conf/model name or YAML path), or, with only
+    `judge.checkpoint` set, that directory as a local model (its own tokenizer)."""
+    if judge_cfg.model is not None:
+        return load_model_config(judge_cfg.model)
+    if judge_cfg.checkpoint is None:
+        raise ValueError(f"judge.engine={judge_cfg.engine} serves a model: set judge.model or judge.checkpoint")
+    from judge_rl.config import ModelConfig
+
+    path = str(Path(judge_cfg.checkpoint).expanduser())
+    return ModelConfig(name=Path(path).name, source="local", path=path)
+
+
+def served_name(judge_cfg, model_cfg=None) -> str:
+    """The model id requests carry: `judge.served_model`, else the judge model's name."""
+    if judge_cfg.served_model:
+        return judge_cfg.served_model
+    if model_cfg is None and judge_cfg.model is None and judge_cfg.checkpoint is None:
+        raise ValueError(f"judge.engine={judge_cfg.engine} at judge.base_url={judge_cfg.base_url}: set "
+                         "judge.served_model (the model id the endpoint expects) or judge.model")
+    return (model_cfg or judge_model_config(judge_cfg)).name
+
+
+def vllm_serve_command(judge_cfg, model_path: str, served_name: str) -> list[str]:
+    """The `vllm serve` command line for a judge (pure: no lookup, nothing run). It listens on
+    127.0.0.1:`judge.port` only; `judge.vllm_args` come last, so they can add any vllm flag."""
+    cmd = [
+        "vllm", "serve", str(model_path),
+        "--host", HOST,
+        "--port", str(judge_cfg.port),
+        "--served-model-name", served_name,
+        "--tensor-parallel-size", str(judge_cfg.tensor_parallel_size),
+        "--gpu-memory-utilization", str(judge_cfg.gpu_memory_utilization),
+    ]  # fmt: skip
+    max_model_len = getattr(judge_cfg, "max_model_len", None)  # not in every judge schema
+    if max_model_len:
+        cmd += ["--max-model-len", str(max_model_len)]
+    return [*cmd, *map(str, judge_cfg.vllm_args)]
+
+
+# -- engine local ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _local_server(judge_cfg, cache_dir: str, seed: int) -> Iterator[ChatCompletionServer]:
+    import torch
+
+    from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
+
+    if judge_cfg.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"judge.device={judge_cfg.device!r}: expected auto, cpu or cuda")
+    if judge_cfg.device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("judge.device=cuda but no CUDA device is visible; use judge.device=cpu or auto")
+    device = resolve_device(judge_cfg.device)
+    model_cfg = judge_model_config(judge_cfg)
+    tokenizer = load_tokenizer(model_cfg, cache_dir)
+    model = load_model(model_cfg, cache_dir, device, checkpoint=judge_cfg.checkpoint, seed=seed)
+    server = ChatCompletionServer(model, tokenizer, served_name(judge_cfg, model_cfg), 0,
+                                  max_batch=judge_cfg.max_batch, batch_wait_s=judge_cfg.batch_wait_s,
+                                  default_max_tokens=judge_cfg.max_tokens)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+
+
+# -- engine vllm -------------------------------------------------------------------------------------
+
+
+def _resolve_executable(name: str) -> str | None:
+    """`name` on PATH, or next to this Python (a virtualenv's bin/, which may not be on PATH)."""
+    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed server's TIME_WAIT is not "in use"
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def _last_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+            lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group (vLLM's engine and workers are its children), SIGKILL
+    after STOP_GRACE_S."""
+    if process.poll() is not None:
+        return
+    for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)  # the group the job started (start_new_session): pgid == pid
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextlib.contextmanager
+def _vllm_process(judge_cfg, cache_dir: str, log_dir, command: Sequence[str] | None) -> Iterator[Endpoint]:
+    from judge_rl.servers.vllm import model_dir
+
+    model_cfg = judge_model_config(judge_cfg)
+    name = served_name(judge_cfg, model_cfg)
+    if command is None:
+        if _resolve_executable("vllm") is None:
+            raise RuntimeError("judge.engine=vllm: the `vllm` executable is not on PATH; install vllm (GPU: "
+                               "pip install 'judge_rl[gpu]') or set judge.base_url to a running server")
+        command = vllm_serve_command(judge_cfg, model_dir(model_cfg, cache_dir, judge_cfg.checkpoint), name)
+    command = [str(c) for c in command]
+    executable = _resolve_executable(command[0])
+    if executable is None:
+        raise RuntimeError(f"judge.engine=vllm: {command[0]!r} is not on PATH; install vllm (GPU: "
+                           "pip install 'judge_rl[gpu]') or set judge.base_url to a running server")
+    command[0] = executable
+    if _port_in_use(judge_cfg.port):
+        raise RuntimeError(f"judge.port={judge_cfg.port} is in use on {HOST} (a judge already running there? "
+                           f"set judge.base_url=http://{HOST}:{judge_cfg.port}/v1 to use it, or another judge.port)")
+    log_path = Path(log_dir or tempfile.mkdtemp(prefix="judge_vllm_")).expanduser() / LOG_NAME
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    base_url = f"http://{HOST}:{judge_cfg.port}/v1"
+    with open(log_path, "ab") as log:
+        log.write(f"$ {shlex.join(command)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        _wait_ready(process, base_url, judge_cfg.startup_timeout_s, command, log_path)
+        yield Endpoint(base_url, name, "vllm", process=process, log_path=log_path)
+    finally:
+        _stop(process)
+
+
+def _wait_ready(process: subprocess.Popen, base_url: str, timeout_s: float, command: list[str], log_path: Path) -> None:
+    """Poll GET {base_url}/models until it answers 200; a one-line RuntimeError when the server exits
+    first or `timeout_s` passes."""
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=2.0, trust_env=False) as http:  # 127.0.0.1: never through a proxy
+        while True:
+            code = process.poll()
+            if code is not None:
+                raise RuntimeError(f"judge.engine=vllm: `{shlex.join(command)}` exited with code {code} before "
+                                   f"answering GET {base_url}/models; log: {log_path} "
+                                   f"(last line: {_last_line(log_path)!r})")
+            try:
+                if http.get(f"{base_url}/models").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() >= deadline:
+                _stop(process)
+                raise RuntimeError(f"judge.engine=vllm: `{shlex.join(command)}` did not answer GET {base_url}/models "
+                                   f"within judge.startup_timeout_s={timeout_s:g}s; stopped it (exit code "
+                                   f"{process.returncode}); log: {log_path} (last line: {_last_line(log_path)!r})")
+            time.sleep(POLL_INTERVAL_S)
