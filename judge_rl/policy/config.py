@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
@@ -278,6 +279,8 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     _choice(d.source, "policy_data.source", DATA_SOURCES)
     if d.source != "generated" and not d.path:
         raise ValueError(f"policy_data.source={d.source} needs policy_data.path (a JSONL file)")
+    if d.source != "generated" and not Path(d.path).expanduser().is_file():
+        raise ValueError(f"policy_data.path={d.path}: no such file")
     if d.min_constraints > d.max_constraints:
         raise ValueError(f"policy_data.min_constraints={d.min_constraints} exceeds max_constraints={d.max_constraints}")
     if job.cluster.backend not in ("local", "verl"):
@@ -298,7 +301,5 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     if a.use_kl_in_reward and a.use_kl_loss:
         raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
     if job.ifeval.enabled and not job.dry_run:
-        from pathlib import Path
-
         if not Path(job.ifeval.path).expanduser().exists():
             raise ValueError(f"ifeval.path={job.ifeval.path}: no such file (ifeval.enabled=false skips IFEval)")

@@ -87,7 +87,7 @@ class Graded:
     # (judge says met, checker says followed) per rubric criterion tied to one instruction the judge graded
     criterion_checks: list[tuple[bool, bool]] = field(default_factory=list)
     calls: int = 0
-    replies: list[str] = field(default_factory=list)  # each call's reply text, or "<failed: reason>"
+    replies: list[str] = field(default_factory=list)  # each call's reply text, or "<failed: reason; detail>"
 
 
 def _instruction_of(criterion) -> str | None:
@@ -116,7 +116,7 @@ class Grader:
 
     @staticmethod
     def _texts(replies: Sequence[JudgeReply]) -> list[str]:
-        return [r.text if r.ok else f"<failed: {r.failure.reason}>" for r in replies]  # type: ignore[union-attr]
+        return [r.text if r.ok else f"<failed: {r.failure.reason}; {r.failure.detail}>" for r in replies]  # type: ignore[union-attr]
 
     def _record(self, reply: JudgeReply, parsed) -> None:
         """One call into the telemetry, with the failure its parsing found (a reply that failed at the server

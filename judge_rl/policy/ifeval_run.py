@@ -6,9 +6,10 @@ template, greedy, `max_new_tokens`), appends each batch of answers to `out_dir/r
 (strict and loose, prompt and instruction level, as the published checkers define them), and writes
 `out_dir/records.jsonl` (what every checker said) and `out_dir/summary.json`.
 
-`ifeval_entry(summary, records)` is the results.json <evaluation> of it (official: the four accuracies;
-ci: a bootstrap interval of each over prompts), and `per_prompt(records, level)` the per-prompt values a
-paired before/after comparison resamples.
+`ifeval_entry(result)` is the results.json <evaluation> of it (official: the four accuracies; ci: a bootstrap
+interval of each, resampling prompts), and `ifeval_gain(before, after, metric)` the change with a paired
+bootstrap interval. Both resample prompts and recompute the published statistic (instruction level: followed
+instructions over instructions, pooled), so the interval is around the number the table shows.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from judge_rl.evaluation.ifeval import IFEvalPrompt, load_ifeval, score
 from judge_rl.policy.config import IFEvalRunConfig
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import open_for_append, read_jsonl
-from judge_rl.reports.schema import bootstrap_ci
 from judge_rl.rollouts import encode_chat, generate
 
 OFFICIAL = ("prompt_level_strict_accuracy", "instruction_level_strict_accuracy", "prompt_level_loose_accuracy",
@@ -59,28 +61,64 @@ def evaluate_policy(model, tokenizer, prompts: Sequence[IFEvalPrompt], out_dir: 
     return {**result, "records": records}
 
 
-def per_prompt(records: Sequence[dict[str, Any]], metric: str) -> dict[str, float]:
-    """{prompt key: value} whose mean is `metric` (one of OFFICIAL) over these records."""
+def per_prompt(records: Sequence[dict[str, Any]], metric: str) -> dict[str, tuple[int, int]]:
+    """{prompt key: (followed, total)} for `metric` (one of OFFICIAL): prompt level counts a prompt as 1 of 1 when
+    all its instructions are followed; instruction level counts its instructions. The metric is
+    sum(followed) / sum(total) over prompts, so resampling prompts resamples the published statistic."""
+    level, _, kind = metric.partition("_level_")
+    strict = kind.startswith("strict")
     out = {}
     for r in records:
-        level, _, kind = metric.partition("_level_")
-        strict = kind.startswith("strict")
         if level == "prompt":
-            value = float(bool(r["follow_all_instructions_strict" if strict else "follow_all_instructions_loose"]))
+            out[str(r["key"])] = (int(bool(r["follow_all_instructions_strict" if strict else "follow_all_instructions_loose"])), 1)
         else:
             follows = r["follow_instruction_list_strict" if strict else "follow_instruction_list_loose"]
-            value = sum(map(bool, follows)) / len(follows)
-        out[str(r["key"])] = value
+            out[str(r["key"])] = (sum(map(bool, follows)), len(follows))
     return out
+
+
+def _resampled_ratios(units: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """sum(followed) / sum(total) of `n_boot` resamples (with replacement) of the rows of `units` (n, 2)."""
+    idx = np.random.default_rng(seed).integers(0, len(units), size=(n_boot, len(units)))
+    return units[idx, 0].sum(axis=1) / units[idx, 1].sum(axis=1)
+
+
+def ifeval_ci(records: Sequence[dict[str, Any]], metric: str, *, n_boot: int = 2000, seed: int = 0,
+              level: float = 0.95) -> dict[str, float]:  # fmt: skip
+    """A percentile bootstrap interval of an IFEval accuracy, resampling prompts."""
+    units = np.array(list(per_prompt(records, metric).values()), dtype=float)
+    if not len(units):
+        return {"mean": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0.0, "level": level}
+    ratios = _resampled_ratios(units, n_boot, seed)
+    tail = (1 - level) / 2
+    return {"mean": float(units[:, 0].sum() / units[:, 1].sum()), "low": float(np.quantile(ratios, tail)),
+            "high": float(np.quantile(ratios, 1 - tail)), "n": float(len(units)), "level": level}  # fmt: skip
+
+
+def ifeval_gain(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], metric: str, *, n_boot: int = 4000,
+                seed: int = 0, level: float = 0.95) -> dict[str, float]:  # fmt: skip
+    """after - before of an IFEval accuracy over the prompts both evaluated, with a paired bootstrap interval
+    (each resample draws prompts and keeps a prompt's before and after together)."""
+    b, a = per_prompt(before, metric), per_prompt(after, metric)
+    keys = sorted(set(b) & set(a))
+    if not keys:
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0.0, "level": level}
+    ub = np.array([b[k] for k in keys], dtype=float)
+    ua = np.array([a[k] for k in keys], dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(keys), size=(n_boot, len(keys)))
+    diffs = ua[idx, 0].sum(1) / ua[idx, 1].sum(1) - ub[idx, 0].sum(1) / ub[idx, 1].sum(1)
+    tail = (1 - level) / 2
+    diff = ua[:, 0].sum() / ua[:, 1].sum() - ub[:, 0].sum() / ub[:, 1].sum()
+    return {"diff": float(diff), "low": float(np.quantile(diffs, tail)), "high": float(np.quantile(diffs, 1 - tail)),
+            "n": float(len(keys)), "level": level}  # fmt: skip
 
 
 def ifeval_entry(result: dict[str, Any]) -> dict[str, Any]:
     """The results.json <evaluation> of an IFEval result (judge_rl/reports/schema.py)."""
     records = result["records"]
     official = {k: result[k] for k in OFFICIAL}
-    ci = {k: bootstrap_ci(list(per_prompt(records, k).values())) for k in OFFICIAL}
-    return {"official": official, "metrics": {}, "ci": ci, "counts": result["counts"],
-            "by_category": result["by_category"]}  # fmt: skip
+    return {"official": official, "metrics": {}, "ci": {k: ifeval_ci(records, k) for k in OFFICIAL},
+            "counts": result["counts"], "by_category": result["by_category"]}  # fmt: skip
 
 
 def ifeval_metrics(result: dict[str, Any], prefix: str = "ifeval") -> dict[str, float]:

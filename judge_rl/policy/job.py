@@ -36,11 +36,10 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from judge_rl.evaluation.metrics import paired_bootstrap
 from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
 from judge_rl.policy.data import PolicyPrompt, generate_policy_prompts
 from judge_rl.policy.judge_client import JudgeFailureRateExceeded
-from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_entry, ifeval_metrics, ifeval_prompts, per_prompt
+from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_entry, ifeval_gain, ifeval_metrics, ifeval_prompts
 from judge_rl.reports.console import console
 from judge_rl.reports.schema import new_results, write_results
 from judge_rl.rundir import claim_run_dir
@@ -160,9 +159,7 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
             after = ifeval_on(policy, "after")
         del policy
         results["evaluations"]["after"] = {"benchmarks": {"ifeval": ifeval_entry(after)}}
-        results["comparisons"]["after_minus_before"] = {
-            k: paired_bootstrap(per_prompt(before["records"], k), per_prompt(after["records"], k)) for k in OFFICIAL
-        }
+        results["comparisons"]["after_minus_before"] = {k: ifeval_gain(before["records"], after["records"], k) for k in OFFICIAL}
     results["final_stage"] = "after" if ifeval else None
     results["wall_s"] = time.perf_counter() - t_start
     write_results(run_dir, results)

@@ -763,20 +763,10 @@ VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 @dataclass(frozen=True)
 class PolicyRewardSpec:
     """A policy reward: its pure scoring function, whether it calls a judge, its fixed component keys,
-    and its verl adapter (`compute_score(data_source, solution_str, ground_truth, extra_info=None,
-    **kwargs) -> dict`), None while not written.
-
-    Judge-calling rewards get *async* adapters (verl's reward loop awaits a coroutine function); the
-    intended signature is
-
-        async def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
-                                judge: <client with `async chat(messages) -> reply text`>, **kwargs) -> dict
-
-    where `ground_truth` is `PolicyPrompt.to_dict()` as JSON text (the rubric, soft constraints or
-    reference travel with it). The adapter renders the judge messages here (`rubric_grading_messages`,
-    `verif_judge_messages`, `pairwise_judge_messages`), turns a failed call into `JudgeFailure.server_error`
-    and a reply cut at max tokens into `JudgeFailure.truncated`, scores with the pure function, and
-    returns `.to_verl_dict()`.
+    and its synchronous verl adapter (`compute_score(data_source, solution_str, ground_truth, extra_info=None,
+    **kwargs) -> dict`), None for the rewards that call a judge: theirs is the *async* `compute_score` of
+    judge_rl/policy/verl_reward.py, which needs the judge's settings and grades with
+    `judge_rl.policy.grading.Grader` (the code the local backend runs).
     """
 
     name: str
@@ -856,15 +846,16 @@ def compute_score(
     extra_info: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, float | int | str]:
-    """verl's custom reward function for a policy: the reward `kwargs["reward_name"]`, else
-    `extra_info["reward_name"]`, else "rule", through its adapter (only "rule" has one so far)."""
+    """verl's custom reward function for a judge-free policy reward: the reward `kwargs["reward_name"]`, else
+    `extra_info["reward_name"]`, else "rule". A reward that calls a judge is refused here: its verl reward is the
+    async `compute_score` of judge_rl/policy/verl_reward.py."""
     name = kwargs.pop("reward_name", None)
     if name is None and isinstance(extra_info, Mapping):
         name = extra_info.get("reward_name")
     spec = POLICY_REWARDS.get("rule" if name is None else str(name))
     if spec.compute_score is None:
         raise NotImplementedError(
-            f"policy reward {spec.name!r} calls an LLM judge and its async verl adapter is not written yet "
-            "(see PolicyRewardSpec's docstring for the intended signature)"
+            f"policy reward {spec.name!r} calls an LLM judge: its verl reward is the async compute_score of "
+            "judge_rl/policy/verl_reward.py (the translation in judge_rl/policy/verl.py selects it)"
         )
     return spec.compute_score(data_source, solution_str, ground_truth, extra_info, **kwargs)

@@ -85,6 +85,16 @@ TITLES = {
     "rl_minus_sft/consistent_accuracy": "RL-SFT consistent",
     "rl_minus_base/consistent_accuracy": "RL-base consistent",
     "judge_minus_sft/consistent_accuracy": "judge-SFT consistent",
+    # the policy job (python -m judge_rl.policy): IFEval of the policy, the judge's bias against the rule checkers
+    **{f"{stage}/ifeval/official/{level}_level_{kind}_accuracy": f"IFEval {level} {kind} {stage}"
+       for stage in ("before", "after") for level in ("prompt", "instruction") for kind in ("strict", "loose")},
+    **{f"after_minus_before/{level}_level_{kind}_accuracy": f"IFEval {level} {kind} after-before"
+       for level in ("prompt", "instruction") for kind in ("strict", "loose")},
+    "training/rl/bias/reward_minus_rule": "reward-rule",
+    "training/rl/bias/judge_fp_rate": "judge FP",
+    "training/rl/bias/judge_fn_rate": "judge FN",
+    "training/rl/bias/length_corr": "reward~length",
+    "training/rl/judge_failure/rate": "failed samples",
 }
 # a report's default columns when none are configured (those a run lacks show as "-")
 DEFAULT_REPORT_COLUMNS = (

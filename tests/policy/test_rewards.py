@@ -479,7 +479,7 @@ def test_rule_compute_score() -> None:
     with pytest.raises(ValueError, match="not valid JSON"):
         rule_compute_score("ifgen", PASS, "{")
     for name in ("rubric", "verif", "judge_pairwise"):
-        with pytest.raises(NotImplementedError, match="async verl adapter"):
+        with pytest.raises(NotImplementedError, match="async compute_score of judge_rl/policy/verl_reward.py"):
             compute_score("ifgen", PASS, truth, reward_name=name)
     with pytest.raises(KeyError, match="unknown policy reward"):
         compute_score("ifgen", PASS, truth, reward_name="nope")

@@ -1,0 +1,226 @@
+"""`python -m judge_rl.policy` (judge_rl/policy/job.py) in smoke mode (`policy_debug=tiny`): the whole job through a
+real local judge server; judge failures masked or their groups dropped, with the counts logged; the failure-rate
+stop; resume; no API key in any file written; configs that cannot work refused before a model loads; the
+judge_family sweep and its report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from conftest import CACHE_DIR, CONF_DIR, REPO_ROOT
+from judge_rl.backends.local.loop import latest_checkpoint
+from judge_rl.models.loading import load_model, load_tokenizer, save_model
+from judge_rl.policy.backend import kept_samples
+from judge_rl.policy.config import JudgeFailurePolicy, to_policy_config
+from judge_rl.policy.job import run
+from judge_rl.policy.judge_client import JudgeFailureRateExceeded
+from judge_rl.policy.rewards import NO_VERDICT, unparseable
+from judge_rl.reports.jsonl import read_jsonl
+from judge_rl.rundir import read_status
+from judge_rl.servers.http import ChatCompletionServer, load_model_config
+
+IFEVAL = REPO_ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
+SECRET = "sk-policy-test-0d1e2f3a4b5c6d7e8f9a"
+KEY_ENV = "JUDGE_RL_POLICY_TEST_KEY"
+
+
+def policy_cfg(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="policy", overrides=[f"cache_dir={CACHE_DIR}", "policy_debug=tiny", *overrides])
+
+
+@pytest.fixture(scope="module")
+def ifeval_file(tmp_path_factory) -> Path:
+    """The real IFEval file where this machine has it, else four hand-made rows in its format."""
+    if IFEVAL.exists():
+        return IFEVAL
+    path = tmp_path_factory.mktemp("ifeval") / "input_data.jsonl"
+    rows = [{"key": i, "prompt": f"Write about topic {i} in lowercase.", "instruction_id_list": ["change_case:english_lowercase"],
+             "kwargs": [{}]} for i in range(4)]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = load_model_config("tiny-random")
+    return load_model(cfg, CACHE_DIR, torch.device("cpu"), seed=0), load_tokenizer(cfg, CACHE_DIR)
+
+
+def odd(text: str) -> bool:
+    return int(hashlib.sha256(text.encode()).hexdigest(), 16) % 2 == 1
+
+
+def graded_response(body) -> str:
+    user = body["messages"][-1]["content"]
+    return user.split("Text written for the request:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+
+
+@pytest.fixture
+def scripted_judge(tiny):
+    """A real local judge server whose reply to a yes/no criterion call depends only on the sample it grades: "Yes"
+    for most, "perhaps" (no verdict) for samples whose text hashes odd, so which samples fail is known."""
+    server = ChatCompletionServer(*tiny, "judge", 0, reply_override=lambda n, body: "perhaps" if odd(graded_response(body)) else "Yes").start()
+    yield server
+    server.shutdown()
+
+
+def judge_at(server, *extra) -> list[str]:
+    return ["judge=openai", f"judge.base_url={server.base_url}", "judge.served_model=judge", "judge.max_retries=0",
+            f"judge.api_key_env={KEY_ENV}", *extra]  # fmt: skip
+
+
+def test_tiny_job_end_to_end_and_resume(tmp_path, ifeval_file):
+    run_dir = tmp_path / "run"
+    cfg = policy_cfg([f"run_dir={run_dir}", f"ifeval.path={ifeval_file}"])
+    results = run(cfg)
+    assert results["job"] == "policy" and results["final_stage"] == "after"
+    for stage in ("before", "after"):
+        official = results["evaluations"][stage]["benchmarks"]["ifeval"]["official"]
+        assert set(official) == {"prompt_level_strict_accuracy", "instruction_level_strict_accuracy",
+                                 "prompt_level_loose_accuracy", "instruction_level_loose_accuracy"}  # fmt: skip
+        assert len(read_jsonl(run_dir / "ifeval" / stage / "responses.jsonl")) == 4
+    gain = results["comparisons"]["after_minus_before"]["prompt_level_strict_accuracy"]
+    assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
+    rl = results["training"]["rl"]
+    assert rl["steps"] == 2 and set(rl["timing"]) == {"gen", "judge", "update"}
+    # the random tiny judge writes no verdict within 8 tokens: every sample failed, none trained, counted by reason
+    history = read_jsonl(run_dir / "metrics.jsonl")
+    assert [h["step"] for h in history] == [1, 2]
+    for h in history:
+        samples = 2 * 4  # prompts_per_step x rollout_n
+        assert h["judge_failure/samples"] == samples and h["judge_failure/trained_samples"] == 0
+        assert h["judge_failure/skipped_update"] == 1
+        assert h["judge/calls"] > 0 and sum(v for k, v in h.items() if k.startswith("judge/failures/")) == h["judge/failures"]
+        assert h["timing_s/judge"] > 0 and h["timing_s/gen"] > 0
+    rows = read_jsonl(run_dir / "samples" / "step_1.jsonl")
+    assert len(rows) == 8 and all(r["score"] is None and r["failure"] for r in rows)
+    assert (run_dir / "rl_model" / "config.json").exists() and read_status(run_dir)["status"] == "finished"
+    # the same run again: the trained policy and every IFEval answer are found, nothing is redone
+    again = run(policy_cfg([f"run_dir={run_dir}", f"ifeval.path={ifeval_file}"]))
+    assert again["evaluations"]["after"] == results["evaluations"]["after"]
+    assert len(read_jsonl(run_dir / "metrics.jsonl")) == 2
+
+
+@pytest.mark.parametrize("mode", ["mask", "drop_group"])
+def test_injected_failures_are_masked_or_dropped_and_counted(tmp_path, ifeval_file, scripted_judge, monkeypatch, mode):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    run_dir = tmp_path / mode
+    overrides = [f"run_dir={run_dir}", "ifeval.enabled=false", f"judge_failure.mode={mode}", "judge_failure.min_group_size=4",
+                 "trainer.prompts_per_step=4", "policy_reward=rubric_yesno"]  # fmt: skip
+    run(policy_cfg([*overrides, *judge_at(scripted_judge)]))
+    history = {h["step"]: h for h in read_jsonl(run_dir / "metrics.jsonl")}
+    floor = 4 if mode == "drop_group" else 2
+    for step in (1, 2):
+        rows = read_jsonl(run_dir / "samples" / f"step_{step}.jsonl")
+        assert len(rows) == 16
+        failed = [odd(r["response"]) for r in rows]
+        assert [r["failure"] is not None for r in rows] == failed  # exactly the samples the judge did not grade
+        assert all(r["failure"] == unparseable(NO_VERDICT) and r["score"] is None for r, f in zip(rows, failed) if f)
+        # every graded sample: all criteria "Yes", so met = all points (a met flaw subtracts), clipped to [0, 1]
+        assert all(0.0 <= r["score"] <= 1.0 for r, f in zip(rows, failed) if not f)
+        uids = [f"{i // 4}" for i in range(16)]
+        keep, dropped = kept_samples(uids, [not f for f in failed], JudgeFailurePolicy(mode=mode, min_group_size=4), "grpo")
+        assert [i for i, r in enumerate(rows) if r["trained"]] == keep
+        h = history[step]
+        assert h["judge_failure/samples"] == sum(failed) == h["judge_failure/masked_samples"]
+        assert h["judge_failure/trained_samples"] == len(keep) and h["judge_failure/dropped_groups"] == dropped
+        assert h["judge_failure/dropped_samples"] == 16 - sum(failed) - len(keep)
+        assert h.get(f"judge_failure/reason/{unparseable(NO_VERDICT)}", 0) == sum(failed)
+        groups_below = sum(1 for g in range(4) if 0 < sum(not f for f in failed[4 * g : 4 * g + 4]) < floor)
+        assert dropped == groups_below
+        # each criterion call of a failed sample failed; the telemetry counts calls, the failure metrics samples
+        assert h[f"judge/failures/{unparseable(NO_VERDICT)}"] == sum(len(r["judge_replies"]) for r, f in zip(rows, failed) if f)
+        if keep:
+            assert h["critic/score/mean"] == pytest.approx(sum(rows[i]["score"] for i in keep) / len(keep), rel=1e-5)
+    # the key was sent to the judge, and no file of the run holds it
+    assert f"Bearer {SECRET}" in scripted_judge.seen_authorization
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_a_step_above_the_failure_rate_stops_the_run_before_its_update(tmp_path, ifeval_file, tiny):
+    server = ChatCompletionServer(*tiny, "judge", 0, reply_override=lambda n, body: "perhaps, hard to tell").start()
+    try:
+        run_dir = tmp_path / "stop"
+        cfg = policy_cfg([f"run_dir={run_dir}", "ifeval.enabled=false", "judge_failure.max_failure_rate=0.25",
+                          *judge_at(server)])  # fmt: skip
+        with pytest.raises(JudgeFailureRateExceeded) as e:
+            run(cfg)
+    finally:
+        server.shutdown()
+    message = str(e.value)
+    assert "\n" not in message and server.base_url in message and "100.0% (8/8 samples)" in message
+    assert f"commonest reason: {unparseable(NO_VERDICT)} (8)" in message
+    status = read_status(run_dir)
+    assert status["status"] == "failed" and status["error"].endswith(message)
+    # the stopped step's telemetry is logged; nothing of it was applied or checkpointed
+    [h] = read_jsonl(run_dir / "metrics.jsonl")
+    assert h["step"] == 1 and h["judge_failure/samples"] == 8 and h[f"judge/failures/{unparseable(NO_VERDICT)}"] == h["judge/calls"]
+    assert latest_checkpoint(run_dir / "checkpoints") is None and not (run_dir / "rl_model").exists()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["policy_reward=judge_pairwise"], "policy_reward=judge_pairwise needs a reference answer for every prompt; "
+                                       "policy_data=generated: prompt 'ifgen-train-s0-000000' has none"),
+    (["judge=none"], "policy_reward=rubric asks a judge; judge=none has none"),
+    (["judge=openai", "judge.api_key_env=JUDGE_RL_UNSET_KEY"], "the environment variable JUDGE_RL_UNSET_KEY is not set"),
+    (["judge_failure.mode=drop_group", "judge_failure.min_group_size=9"], "judge_failure.min_group_size=9 exceeds"),
+    (["judge.engine=tgi"], "judge.engine='tgi': expected one of local, openai, vllm, none"),
+    (["algorithm=bt"], "the policy job trains with online RL"),
+    (["policy_data=rubric_file", "policy_data.path=/nonexistent.jsonl"], "/nonexistent.jsonl"),
+])  # fmt: skip
+def test_configs_that_cannot_work_fail_in_one_line_before_a_model_loads(tmp_path, ifeval_file, overrides, message):
+    with pytest.raises(Exception) as e:
+        run(policy_cfg([f"run_dir={tmp_path / 'r'}", f"ifeval.path={ifeval_file}", *overrides]))
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "r" / "rl_model").exists()
+
+
+def test_judge_family_sweep_in_smoke_mode_and_its_report(tmp_path, ifeval_file, tiny, monkeypatch):
+    """Every point of sweeps/judge_family.yaml (the trained judge: a saved tiny model; the API judge: a local endpoint
+    with a key in the environment), then the report over them."""
+    import yaml
+
+    from judge_rl.report import build_table, write_report
+
+    judge_dir = tmp_path / "trained_judge"
+    save_model(tiny[0], tiny[1], judge_dir)
+    monkeypatch.setenv("JUDGE_RL_TRAINED_JUDGE", str(judge_dir))
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    sweep = yaml.safe_load((REPO_ROOT / "sweeps" / "judge_family.yaml").read_text())
+    choices = sweep["hydra"]["sweeper"]["params"]["+reward_judge"].split(",")
+    assert choices == ["embedded", "trained", "rule", "api"]
+    server = ChatCompletionServer(*tiny, "judge", 0, reply_override=lambda n, body: '{"criteria_met": true}').start()
+    try:
+        for i, choice in enumerate(choices):
+            point = tmp_path / "sweep" / str(i)
+            overrides = ["+sweeps=judge_family", f"+reward_judge={choice}"]
+            (point / ".hydra").mkdir(parents=True)
+            (point / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+            extra = ["judge.model=tiny-random"] if choice in ("embedded", "trained") else []
+            extra += [f"judge.base_url={server.base_url}", "judge.served_model=judge"] if choice == "api" else []
+            results = run(policy_cfg([*overrides, f"run_dir={point}", f"ifeval.path={ifeval_file}", *extra]))
+            assert results["training"]["rl"]["steps"] == 2
+    finally:
+        server.shutdown()
+    cfg = policy_cfg(["+sweeps=judge_family", f"ifeval.path={ifeval_file}"])
+    columns = list(cfg.report.columns)
+    write_report([tmp_path / "sweep"], tmp_path / "sweep", columns=columns, chart=list(cfg.report.chart))
+    table = build_table([tmp_path / "sweep"], columns)
+    assert [r.label for r in table.rows] == [f"reward_judge={c}" for c in choices]
+    cells = {r.label: r for r in table.rows}
+    # the rule reward has no judge: nothing failed; the API judge answered every criterion
+    rule = json.loads((tmp_path / "sweep" / "2" / "results.json").read_text())["training"]["rl"]
+    assert rule["judge_failure"]["rate"] == 0.0 and rule["judge"]["calls"] == 0.0
+    api = json.loads((tmp_path / "sweep" / "3" / "results.json").read_text())["training"]["rl"]
+    assert api["judge_failure"]["rate"] == 0.0 and api["judge"]["calls"] > 0
+    assert "after_minus_before/prompt_level_strict_accuracy" in columns and len(cells) == 4
+    assert (tmp_path / "sweep" / "report.md").read_text().count("| finished") == 4
