@@ -1,13 +1,19 @@
-"""A policy trained with an LLM judge (or rules) as its reward: prompts, rubric files and reward functions.
+"""The policy job (`python -m judge_rl.policy`): a policy trained with an LLM judge (or rules) as its reward.
 
-- `judge_rl.policy.data`: `PolicyPrompt` and `Criterion` (a prompt with verifiable IFEval constraints,
-  soft constraints and a HealthBench-style rubric), and a seeded generator of instruction-following
-  training prompts with new wording (train/test disjoint by base task).
-- `judge_rl.policy.rubric_files`: loaders for RuscaRL/HealthBench rubric files and VerIF-style rows
-  (rule checkers named from the IFEval registry, never code).
-- `judge_rl.policy.rewards`: pure reward functions (`rule_score`, `rubric_score`, `verif_score`,
-  `judge_pairwise_score`) returning `PolicyReward`, the judge prompts and strict reply parsers they
-  need, and `POLICY_REWARDS`. A judge failure is never a score ("no silent zeros").
+- `config`: the job's typed schema (conf/policy.yaml; groups policy_reward/, judge/, policy_data/).
+- `data`: `PolicyPrompt` and `Criterion`, and a seeded generator of instruction-following training prompts
+  (IFEval instruction types, new wording, train/test disjoint by base task), each with rubric and checkers.
+- `rubric_files`: loaders for RuscaRL/HealthBench rubric files and VerIF-style rows (checkers named from the
+  IFEval registry, never code).
+- `rewards`: pure reward functions (`rule_score`, `rubric_score`, `verif_score`, `judge_pairwise_score`)
+  returning `PolicyReward`, the judge prompts and strict reply parsers. A judge failure is never a score.
+- `judge_client`: the asyncio HTTP client for an OpenAI-compatible judge (bounded retries, timeouts,
+  concurrency cap, cache) and the per-step `JudgeTelemetry`.
+- `grading`: `Grader`, the configured reward over the judge client (one step's calls concurrent).
+- `backend`: `PolicyBackend`, the local backend's step with judge failures masked (or their groups dropped)
+  and the failure-rate stop; `bias`: the judge's bias against the rule checkers, per step.
+- `ifeval_run`: IFEval of a policy (answers saved and reused; intervals resampling prompts).
+- `job`: the job itself; `verl`, `verl_reward`, `verl_reward_manager`: its translation to verl 0.9.
 
 Submodules are imported explicitly (nothing is imported here), so importing one stays cheap.
 """

@@ -780,26 +780,32 @@ class PolicyRewardSpec:
 POLICY_REWARDS: Registry[PolicyRewardSpec] = Registry("policy reward")
 
 
-def _plain(value: Any) -> Any:
-    """Parquet round trips give numpy arrays for lists; make them plain Python again."""
+def plain(value: Any) -> Any:
+    """Plain Python from what verl hands over: numpy arrays and scalars (parquet round trips give arrays for
+    lists) and OmegaConf containers (nested reward_kwargs arrive as ListConfig / DictConfig)."""
+    if type(value).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(value, resolve=True)
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
+def ground_truth_mapping(ground_truth: Mapping[str, Any] | str | bytes, what: str) -> dict[str, Any]:
+    """A row's ground truth (a mapping, or its JSON text as verl's parquet carries it) as a plain dict; `what` names
+    what it should hold, for the one-line error."""
+    from judge_rl.rewards.base import _as_mapping
+
+    return plain(dict(_as_mapping(ground_truth, what)))
+
+
 def _ground_truth(ground_truth: Mapping[str, Any] | str) -> dict[str, Any]:
-    if isinstance(ground_truth, (str, bytes)):
-        try:
-            ground_truth = json.loads(ground_truth)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"ground truth is not valid JSON ({e.msg})") from None
-    if not isinstance(ground_truth, Mapping):
-        raise ValueError(f"ground truth must be an object with instruction_id_list and kwargs, got {ground_truth!r}")
-    ground_truth = _plain(ground_truth)
+    ground_truth = ground_truth_mapping(ground_truth, "instruction_id_list and kwargs")
     for name in ("instruction_id_list", "kwargs"):
         if name not in ground_truth:
             raise ValueError(f"ground truth has no {name!r}")

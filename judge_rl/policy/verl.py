@@ -52,7 +52,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -61,17 +60,15 @@ from omegaconf import DictConfig, OmegaConf
 from judge_rl.backends.verl.export import write_rl_parquet
 from judge_rl.backends.verl.launch import (
     EXTRA_FORWARDED_ENV,
-    METRICS_DIR,
     experiment_name,
     launch_env,
     merged_model_dir,
     read_verl_metrics,
     shown_command,
+    write_checked,
 )
-from judge_rl.backends.verl.preflight import preflight
-from judge_rl.backends.verl.translate import VerlTranslationError, validate, verl_config
+from judge_rl.backends.verl.translate import VerlTranslationError, verl_config
 from judge_rl.config import dotted_leaves
-from judge_rl.models.arch import model_arch
 from judge_rl.policy.config import PolicyJobConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.reports.console import console
@@ -291,18 +288,7 @@ def prepare_policy(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | No
         ckpt_dir=(run_dir / "verl" / "checkpoints").resolve(),
         extra=dotted_leaves(job.cluster.verl_overrides) or None,
     )  # fmt: skip
-    validate(cfg)
-    path = run_dir / "verl" / "ppo_trainer.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(OmegaConf.to_yaml(cfg))
-    command = [sys.executable, "-m", "judge_rl.backends.verl.entry", str(path.resolve())]
-    model_path = cfg.actor_rollout_ref.model.path
-    preflight(
-        cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}",
-        policy_launch_env(job, run_dir),
-        {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
-         "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
-    )  # fmt: skip
+    path, command = write_checked(cfg, job, run_dir, policy_launch_env(job, run_dir))
     return cfg, path, command
 
 

@@ -47,7 +47,7 @@ from typing import Any, Mapping
 
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
-from judge_rl.policy.rewards import VERL_KWARGS, rule_compute_score  # noqa: F401  (verl's name for policy_reward=rule)
+from judge_rl.policy.rewards import VERL_KWARGS, ground_truth_mapping, plain, rule_compute_score  # noqa: F401  (verl's name for policy_reward=rule)
 
 REWARD_PREFIX, JUDGE_PREFIX = "reward_", "judge_"
 # RewardJudgeConfig fields the client reads (judge_model and judge_base_url are resolved at launch)
@@ -73,31 +73,15 @@ def split_settings(kwargs: Mapping[str, Any]) -> tuple[PolicyRewardConfig, Rewar
     unknown = sorted(set(options) - known_kwargs())
     if unknown:
         raise TypeError(f"judge_rl.policy.verl_reward.compute_score got unknown setting(s) {', '.join(unknown)}")
-    reward = PolicyRewardConfig(**{k[len(REWARD_PREFIX):]: _plain(v) for k, v in options.items()
+    reward = PolicyRewardConfig(**{k[len(REWARD_PREFIX):]: plain(v) for k, v in options.items()
                                    if k.startswith(REWARD_PREFIX)})  # fmt: skip
     if reward.name == "rule":
         return reward, None, None, None
-    judge_values = {n: _plain(options[f"{JUDGE_PREFIX}{n}"]) for n in JUDGE_CLIENT_FIELDS if f"{JUDGE_PREFIX}{n}" in options}
+    judge_values = {n: plain(options[f"{JUDGE_PREFIX}{n}"]) for n in JUDGE_CLIENT_FIELDS if f"{JUDGE_PREFIX}{n}" in options}
     base_url, model = options.get(f"{JUDGE_PREFIX}base_url"), options.get(f"{JUDGE_PREFIX}model")
     if not base_url or not model:
         raise TypeError(f"policy_reward={reward.name} asks a judge: compute_score needs judge_base_url and judge_model")
     return reward, RewardJudgeConfig(**judge_values), str(base_url), str(model)
-
-
-def _plain(value: Any) -> Any:
-    """OmegaConf containers (verl hands nested reward_kwargs over as ListConfig / DictConfig) and numpy values
-    (parquet round trips) as plain Python."""
-    from omegaconf import Container, OmegaConf
-
-    if isinstance(value, Container):
-        return OmegaConf.to_container(value, resolve=True)
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _cache() -> dict[str, Any]:
@@ -112,7 +96,7 @@ def grader_for(kwargs: Mapping[str, Any]):
     from judge_rl.policy.grading import Grader, judge_client
 
     reward, judge, base_url, model = split_settings(kwargs)
-    key = json.dumps({k: _plain(v) for k, v in kwargs.items() if k not in VERL_KWARGS},
+    key = json.dumps({k: plain(v) for k, v in kwargs.items() if k not in VERL_KWARGS},
                      sort_keys=True, default=str)  # fmt: skip
     cache = _cache()
     with _LOCK:
@@ -125,14 +109,7 @@ def grader_for(kwargs: Mapping[str, Any]):
 
 def prompt_from_ground_truth(ground_truth: str | bytes | Mapping[str, Any]) -> PolicyPrompt:
     """The `PolicyPrompt` a row's reward_model.ground_truth carries (its JSON text, or the parsed mapping)."""
-    if isinstance(ground_truth, (str, bytes)):
-        try:
-            ground_truth = json.loads(ground_truth)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"ground truth is not valid JSON ({e.msg}): expected PolicyPrompt.to_dict() as text") from None
-    if not isinstance(ground_truth, Mapping):
-        raise ValueError(f"ground truth must be PolicyPrompt.to_dict() (as JSON text), got {type(ground_truth).__name__}")
-    return PolicyPrompt.from_dict(_plain(dict(ground_truth)))
+    return PolicyPrompt.from_dict(ground_truth_mapping(ground_truth, "the fields of PolicyPrompt.to_dict()"))
 
 
 async def compute_score(

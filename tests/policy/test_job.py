@@ -224,3 +224,14 @@ def test_judge_family_sweep_in_smoke_mode_and_its_report(tmp_path, ifeval_file, 
     assert api["judge_failure"]["rate"] == 0.0 and api["judge"]["calls"] > 0
     assert "after_minus_before/prompt_level_strict_accuracy" in columns and len(cells) == 4
     assert (tmp_path / "sweep" / "report.md").read_text().count("| finished") == 4
+
+
+def test_ifeval_every_k_steps_is_logged_at_that_step(tmp_path, ifeval_file):
+    run_dir = tmp_path / "every"
+    run(policy_cfg([f"run_dir={run_dir}", f"ifeval.path={ifeval_file}", "ifeval.every=1", "ifeval.limit=2"]))
+    history = {h["step"]: h for h in read_jsonl(run_dir / "metrics.jsonl")}
+    # step 1 of 2: evaluated in the loop; the last step is the "after" evaluation
+    assert {"ifeval/prompt_strict", "ifeval/instruction_strict", "ifeval/prompt_loose", "ifeval/instruction_loose"} <= set(history[1])
+    assert "ifeval/prompt_strict" not in history[2] and history[1]["timing_s/testing"] > 0
+    assert len(read_jsonl(run_dir / "ifeval" / "step_1" / "responses.jsonl")) == 2
+    assert (run_dir / "ifeval" / "after" / "summary.json").exists()

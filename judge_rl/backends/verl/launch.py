@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.config import JobConfig, dotted_leaves
 from judge_rl.backends.verl.export import export_job_data, reward_module_path
@@ -68,6 +68,14 @@ def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
         extra=dotted_leaves(job.cluster.verl_overrides) or None,
         init_model=str(init_model) if init_model else None,
     )
+    path, command = write_checked(cfg, job, run_dir, launch_env(job, run_dir))
+    return cfg, path, command
+
+
+def write_checked(cfg: DictConfig, job, run_dir: Path, env: Mapping[str, str]) -> tuple[Path, list[str]]:
+    """verl's validation of a translated config, the config written to <run_dir>/verl/ppo_trainer.yaml, and the
+    preflight checks with the launch environment `env`; returns the path and the launch command. Shared by the
+    main job (`prepare`) and the policy job (judge_rl/policy/verl.py); `job` needs `model`."""
     validate(cfg)
     path = run_dir / "verl" / "ppo_trainer.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,12 +83,11 @@ def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
     command = [sys.executable, "-m", "judge_rl.backends.verl.entry", str(path.resolve())]
     model_path = cfg.actor_rollout_ref.model.path
     preflight(
-        cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}",
-        launch_env(job, run_dir),
+        cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}", env,
         {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
          "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
-    )
-    return cfg, path, command
+    )  # fmt: skip
+    return path, command
 
 
 def launch_env(job: JobConfig, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
