@@ -300,6 +300,3 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
                          "GAE needs a critic and only GAE uses one")
     if a.use_kl_in_reward and a.use_kl_loss:
         raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
-    if job.ifeval.enabled and not job.dry_run:
-        if not Path(job.ifeval.path).expanduser().exists():
-            raise ValueError(f"ifeval.path={job.ifeval.path}: no such file (ifeval.enabled=false skips IFEval)")

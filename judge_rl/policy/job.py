@@ -113,9 +113,12 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
         torch.set_num_threads(job.cluster.threads)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
     prompts = fit_prompts(load_policy_prompts(job), tokenizer, job.model.max_prompt_length)
-    ifeval = ifeval_prompts(job.ifeval) if job.ifeval.enabled else []
+    ifeval = ifeval_prompts(job.ifeval) if job.ifeval.enabled and Path(job.ifeval.path).expanduser().is_file() else []
     results = new_results("policy", run_dir)
     results["data"] = {"train_prompts": len(prompts), "ifeval_prompts": len(ifeval)}
+    if job.ifeval.enabled and not ifeval:  # as the main job's benchmarks: a machine without the file still trains
+        results["data"]["ifeval"] = f"skipped: no file at {job.ifeval.path}"
+        console.print(f"[yellow]ifeval: skipped, no file at {job.ifeval.path} (set ifeval.path, or ifeval.enabled=false)[/yellow]")
     logger = MetricsLogger(run_dir, job.logger, asdict(job))
     device = resolve_device(job.cluster.device)
 

@@ -235,3 +235,12 @@ def test_ifeval_every_k_steps_is_logged_at_that_step(tmp_path, ifeval_file):
     assert "ifeval/prompt_strict" not in history[2] and history[1]["timing_s/testing"] > 0
     assert len(read_jsonl(run_dir / "ifeval" / "step_1" / "responses.jsonl")) == 2
     assert (run_dir / "ifeval" / "after" / "summary.json").exists()
+
+
+def test_a_missing_ifeval_file_skips_ifeval_and_says_so(tmp_path):
+    run_dir = tmp_path / "noifeval"
+    results = run(policy_cfg([f"run_dir={run_dir}", f"ifeval.path={tmp_path / 'absent.jsonl'}", "policy_reward=rule", "judge=none"]))
+    assert results["data"]["ifeval"] == f"skipped: no file at {tmp_path / 'absent.jsonl'}"
+    assert results["evaluations"] == {} and results["training"]["rl"]["steps"] == 2
+    # the rule reward needs no judge: every sample graded, no call made
+    assert all(h["judge_failure/samples"] == 0 and h["judge/calls"] == 0 for h in read_jsonl(run_dir / "metrics.jsonl"))
