@@ -120,7 +120,7 @@ class ChatCompletionServer:
         self._cond = threading.Condition()  # guards _queue, _worker and the closing decision
         self._worker: threading.Thread | None = None
         self._closed = threading.Event()
-        self.httpd = ThreadingHTTPServer((HOST, port), _make_handler(self))
+        self.httpd = _Server((HOST, port), _make_handler(self))
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
         self._served = False  # serve_forever has run (httpd.shutdown() would wait forever otherwise)
@@ -310,6 +310,13 @@ class ChatCompletionServer:
         if self.garbage_every and n % self.garbage_every == 0:
             return "garbage"
         return None
+
+
+class _Server(ThreadingHTTPServer):
+    # the listen backlog: the default 5 drops simultaneous connections (a reward step opens dozens at once), and a
+    # dropped SYN costs the client a 1 s resend or, with no retries left, a judge failure that was never the judge's
+    request_queue_size = 256
+    daemon_threads = True
 
 
 def _error(message: str, kind: str) -> dict[str, Any]:

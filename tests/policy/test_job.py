@@ -72,8 +72,9 @@ def scripted_judge(tiny):
 
 
 def judge_at(server, *extra) -> list[str]:
-    return ["judge=openai", f"judge.base_url={server.base_url}", "judge.served_model=judge", "judge.max_retries=0",
-            f"judge.api_key_env={KEY_ENV}", *extra]  # fmt: skip
+    # retries only cover the transport (a connection the OS dropped under a burst); replies are scripted
+    return ["judge=openai", f"judge.base_url={server.base_url}", "judge.served_model=judge", "judge.max_retries=2",
+            "judge.backoff_s=0.1", f"judge.api_key_env={KEY_ENV}", *extra]  # fmt: skip
 
 
 def test_tiny_job_end_to_end_and_resume(tmp_path, ifeval_file):
@@ -121,7 +122,8 @@ def test_injected_failures_are_masked_or_dropped_and_counted(tmp_path, ifeval_fi
         rows = read_jsonl(run_dir / "samples" / f"step_{step}.jsonl")
         assert len(rows) == 16
         failed = [odd(r["response"]) for r in rows]
-        assert [r["failure"] is not None for r in rows] == failed  # exactly the samples the judge did not grade
+        # exactly the samples the judge did not grade
+        assert [r["failure"] is not None for r in rows] == failed, [(r["failure"], r["judge_replies"]) for r in rows]
         assert all(r["failure"] == unparseable(NO_VERDICT) and r["score"] is None for r, f in zip(rows, failed) if f)
         # every graded sample: all criteria "Yes", so met = all points (a met flaw subtracts), clipped to [0, 1]
         assert all(0.0 <= r["score"] <= 1.0 for r, f in zip(rows, failed) if not f)
@@ -136,7 +138,7 @@ def test_injected_failures_are_masked_or_dropped_and_counted(tmp_path, ifeval_fi
         groups_below = sum(1 for g in range(4) if 0 < sum(not f for f in failed[4 * g : 4 * g + 4]) < floor)
         assert dropped == groups_below
         # each criterion call of a failed sample failed; the telemetry counts calls, the failure metrics samples
-        assert h[f"judge/failures/{unparseable(NO_VERDICT)}"] == sum(len(r["judge_replies"]) for r, f in zip(rows, failed) if f)
+        assert h.get(f"judge/failures/{unparseable(NO_VERDICT)}", 0) == sum(len(r["judge_replies"]) for r, f in zip(rows, failed) if f)
         if keep:
             assert h["critic/score/mean"] == pytest.approx(sum(rows[i]["score"] for i in keep) / len(keep), rel=1e-5)
     # the key was sent to the judge, and no file of the run holds it
