@@ -14,7 +14,9 @@ Why. A reward computed by a judge is only as good as the calls behind it. The ru
 
   - HTTP errors, timeouts, connection errors and malformed responses (not JSON, no `choices`) after
     the bounded retries below are `JudgeFailure.server_error(detail)`; the detail is short: the status
-    code or the exception type and the number of attempts, never a response body, a header or the key;
+    code (with `error_messages=True`, followed by the server's own error message: OpenAI's `error.message`,
+    vLLM's `message`, one line, at most 200 characters, the key's value masked should a server echo it) or
+    the exception type, and the number of attempts; never a header or the key;
   - `finish_reason == "length"` is `JudgeFailure.truncated(...)` (a thinking judge that ran out of
     tokens before its verdict); the cut text is dropped, not parsed;
   - a reply without text content otherwise (e.g. a reasoning parser that moved everything out of
@@ -174,6 +176,8 @@ class AsyncJudgeClient:
         chat_template_kwargs: Mapping[str, Any] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         cache_size: int = 100_000,
+        truncated_ok: bool = False,
+        error_messages: bool = False,
     ):
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency={concurrency}: expected an integer >= 1")
@@ -211,6 +215,11 @@ class AsyncJudgeClient:
         self.chat_template_kwargs = template
         self.extra_body = extra
         self.cache_size = cache_size
+        # False (a judge): a reply cut at max_tokens is `JudgeFailure.truncated`; True (the evaluation harness's
+        # OpenAIServer, whose parsers count truncation themselves): its text comes back, finish_reason "length"
+        self.truncated_ok = truncated_ok
+        # True: an HTTP error's detail carries the server's own message (e.g. vLLM's context-length refusal)
+        self.error_messages = error_messages
         self.endpoint = redact_url(self.base_url)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, JudgeReply] = OrderedDict()
@@ -229,8 +238,8 @@ class AsyncJudgeClient:
         key = os.environ.get(self.api_key_env)  # read now, never kept
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def body(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The JSON body sent for `messages`."""
+    def body(self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None = None) -> dict[str, Any]:
+        """The JSON body sent for `messages` (`max_tokens`: this call's budget; None: the client's)."""
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
             raise TypeError("messages must be a non-empty list of {role, content} mappings")
         if not all(isinstance(m, Mapping) for m in messages):
@@ -238,7 +247,7 @@ class AsyncJudgeClient:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in messages],
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
             "temperature": self.temperature,
         }
         if self.chat_template_kwargs is not None:
@@ -246,9 +255,9 @@ class AsyncJudgeClient:
         body.update(self.extra_body)
         return body
 
-    def request_key(self, messages: Sequence[Mapping[str, Any]]) -> str:
+    def request_key(self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None = None) -> str:
         """The cache key of a call: a hash of the endpoint and the whole body."""
-        return self._key(self.body(messages))
+        return self._key(self.body(messages, max_tokens))
 
     def _key(self, body: dict[str, Any]) -> str:
         payload = json.dumps({"endpoint": self.base_url, "body": body}, sort_keys=True, ensure_ascii=False)
@@ -285,10 +294,11 @@ class AsyncJudgeClient:
         await self.aclose()
 
     # -- calls ------------------------------------------------------------------------------------
-    async def complete(self, messages: Sequence[Mapping[str, Any]]) -> JudgeReply:
+    async def complete(self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None = None) -> JudgeReply:
         """The judge's reply to `messages` (a chat). Never raises for a server problem: a failed call is
-        a reply with `failure` set. A malformed `messages` argument is a TypeError."""
-        body = self.body(messages)
+        a reply with `failure` set. A malformed `messages` argument is a TypeError. `max_tokens`: this
+        call's budget (None: the client's)."""
+        body = self.body(messages, max_tokens)
         key = self._key(body)
         reply = await self._complete(key, body)
         with self._lock:
@@ -353,15 +363,34 @@ class AsyncJudgeClient:
                     error = f"connection error ({type(e).__name__})"
                     continue
                 if response.status_code == 200:
-                    return self._parse(response, attempts, time.monotonic() - start)
-                error = f"HTTP {response.status_code}"
+                    return self._parse(response, attempts, time.monotonic() - start, body["max_tokens"])
+                error = f"HTTP {response.status_code}{self._error_message(response) if self.error_messages else ''}"
                 if not retryable_status(response.status_code):
                     break
             latency = time.monotonic() - start
         failure = JudgeFailure.server_error(f"{error} [{_plural(attempts)}]")
         return JudgeReply(None, failure, latency_s=latency, attempts=attempts)
 
-    def _parse(self, response: httpx.Response, attempts: int, latency: float) -> JudgeReply:
+    def _error_message(self, response: httpx.Response) -> str:
+        """": <the server's own message>" of an error response (OpenAI's `error.message`, vLLM's `message`), on one
+        line, at most 200 characters, the key's value masked should a server echo it; "" when there is none."""
+        try:
+            data = response.json()
+        except ValueError:
+            return ""
+        error = data.get("error") if isinstance(data, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+        if message is None and isinstance(data, dict):
+            message = data.get("message")
+        if not isinstance(message, str) or not message.strip():
+            return ""
+        message = " ".join(message.split())
+        key = os.environ.get(self.api_key_env)
+        if key:
+            message = message.replace(key, "***")
+        return f": {message[:200]}"
+
+    def _parse(self, response: httpx.Response, attempts: int, latency: float, max_tokens: int) -> JudgeReply:
         try:
             data = response.json()
             choice = data["choices"][0]
@@ -376,8 +405,8 @@ class AsyncJudgeClient:
         finish = finish if isinstance(finish, str) else None
         common = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency,
                       attempts=attempts, finish_reason=finish)  # fmt: skip
-        if finish == "length":
-            detail = f"finish_reason 'length' after {completion_tokens} completion tokens (max_tokens={self.max_tokens})"
+        if finish == "length" and not self.truncated_ok:
+            detail = f"finish_reason 'length' after {completion_tokens} completion tokens (max_tokens={max_tokens})"
             return JudgeReply(None, JudgeFailure.truncated(detail), **common)
         if content is None:
             failure = JudgeFailure.unparseable(EMPTY_REPLY, f"no content (finish_reason={finish!r})")
@@ -395,14 +424,14 @@ class AsyncJudgeClient:
 
 
 def complete_many(
-    client: AsyncJudgeClient, list_of_messages: Sequence[Sequence[Mapping[str, Any]]]
+    client: AsyncJudgeClient, list_of_messages: Sequence[Sequence[Mapping[str, Any]]], max_tokens: int | None = None
 ) -> list[JudgeReply]:
     """The replies to many chats, in input order, from synchronous code: the calls run concurrently (up
     to `client.concurrency`) on a fresh event loop, whose connections are closed before returning."""
 
     async def run() -> list[JudgeReply]:
         try:
-            return list(await asyncio.gather(*(client.complete(m) for m in list_of_messages)))
+            return list(await asyncio.gather(*(client.complete(m, max_tokens) for m in list_of_messages)))
         finally:
             await client.aclose()
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+import httpx
 import pytest
 
 from judge_rl.policy.judge_client import (
@@ -583,3 +584,19 @@ def test_bad_messages_are_a_type_error():
     for bad in ("hello", [], ["hello"]):
         with pytest.raises(TypeError):
             run(client.complete(bad))
+
+
+def test_error_messages_option_carries_the_servers_message_with_the_key_masked(serve, monkeypatch):
+    """The evaluation harness's OpenAIServer asks for the server's own message (a vLLM context-length refusal
+    says why); a server echoing the key gets it masked."""
+    server = serve(lambda n, body: Answer(status=400, text=None))
+    (plain,) = run(complete_all(client_for(server, max_retries=0), [chat("x")]))
+    assert plain.failure.detail == "HTTP 400 [1 attempt]"
+    (told,) = run(complete_all(client_for(server, max_retries=0, error_messages=True), [chat("x")]))
+    assert told.failure.detail == "HTTP 400: simulated [1 attempt]"
+    # the shapes servers answer with: OpenAI's error.message, vLLM's top-level message, none at all
+    client = client_for(server, error_messages=True)
+    echoed = httpx.Response(401, json={"error": {"message": f"Incorrect API key\n provided: {SECRET}"}})
+    assert client._error_message(echoed) == ": Incorrect API key provided: ***"
+    assert client._error_message(httpx.Response(400, json={"object": "error", "message": "too long"})) == ": too long"
+    assert client._error_message(httpx.Response(502, text="<html>bad gateway</html>")) == ""
