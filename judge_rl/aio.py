@@ -1,4 +1,4 @@
-"""Running coroutines from synchronous code, for the HTTP client of judges (judge_rl/policy/judge_client.py,
+"""Running coroutines from synchronous code, for the HTTP client of judges (judge_rl/servers/client.py,
 which judge_rl/servers/openai.py and the policy job's grader use). Kept free of torch so a reward worker imports it in milliseconds."""
 
 from __future__ import annotations

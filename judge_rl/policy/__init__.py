@@ -7,9 +7,8 @@
   IFEval registry, never code).
 - `rewards`: pure reward functions (`rule_score`, `rubric_score`, `verif_score`, `judge_pairwise_score`)
   returning `PolicyReward`, the judge prompts and strict reply parsers. A judge failure is never a score.
-- `judge_client`: the asyncio HTTP client for an OpenAI-compatible judge (bounded retries, timeouts,
-  concurrency cap, cache) and the per-step `JudgeTelemetry`.
-- `grading`: `Grader`, the configured reward over the judge client (one step's calls concurrent).
+- `grading`: `Grader`, the configured reward over the judge client (`judge_rl.servers.client`; one step's calls
+  concurrent).
 - `backend`: `PolicyBackend`, the local backend's step with judge failures masked (or their groups dropped)
   and the failure-rate stop; `bias`: the judge's bias against the rule checkers, per step.
 - `ifeval_run`: IFEval of a policy (answers saved and reused; intervals resampling prompts).

@@ -35,7 +35,7 @@ from typing import Sequence
 from judge_rl.aio import run_sync
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
-from judge_rl.policy.judge_client import AsyncJudgeClient, JudgeReply, JudgeTelemetry
+from judge_rl.servers.client import AsyncJudgeClient, JudgeReply, JudgeTelemetry
 from judge_rl.policy.rewards import (
     JudgeFailure,
     PolicyReward,

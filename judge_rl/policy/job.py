@@ -38,7 +38,7 @@ from omegaconf import DictConfig
 
 from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
 from judge_rl.policy.data import PolicyPrompt, generate_policy_prompts
-from judge_rl.policy.judge_client import JudgeFailureRateExceeded
+from judge_rl.servers.client import JudgeFailureRateExceeded
 from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_entry, ifeval_gain, ifeval_metrics, ifeval_prompts
 from judge_rl.reports.console import console
 from judge_rl.reports.schema import new_results, write_results

@@ -70,19 +70,23 @@ from judge_rl.prompts import get_prompt
 from judge_rl.prompts.base import Judgment
 from judge_rl.prompts.think import UNCLOSED_THINK as PROMPT_UNCLOSED_THINK
 from judge_rl.registry import Registry
+from judge_rl.servers.failures import (  # the failure type and its reasons, shared with the judge client
+    CRITERIA_MISSING,
+    EMPTY_REPLY,
+    FAILURE_KINDS,
+    JUDGE_SERVER_ERROR,
+    JUDGE_TRUNCATED,
+    JUDGE_UNPARSEABLE,
+    JudgeFailure,
+    failure_kind,
+    unparseable,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Failures
 # --------------------------------------------------------------------------------------------------
 
-JUDGE_SERVER_ERROR = "judge server error"
-JUDGE_TRUNCATED = "judge reply truncated"
-JUDGE_UNPARSEABLE = "judge reply unparseable"
-CRITERIA_MISSING = "criteria missing from judge reply"
-FAILURE_KINDS = (JUDGE_SERVER_ERROR, JUDGE_TRUNCATED, JUDGE_UNPARSEABLE, CRITERIA_MISSING)
-
 # Details of JUDGE_UNPARSEABLE ("judge reply unparseable: <detail>") from the parsers of this module.
-EMPTY_REPLY = "empty reply"
 UNCLOSED_THINK = "unclosed <think>"
 TEXT_BEFORE_THINK = "text before <think>"
 SEVERAL_THINK = "several <think> blocks"
@@ -100,46 +104,6 @@ VERDICT_OUT_OF_RANGE = "verdict out of range"
 UNPARSEABLE_DETAILS = (EMPTY_REPLY, UNCLOSED_THINK, TEXT_BEFORE_THINK, SEVERAL_THINK, NOTHING_AFTER_THINK, NOT_JSON,
                        NOT_A_LIST, NOT_AN_OBJECT, BAD_ENTRY, UNKNOWN_CRITERION, DUPLICATE_CRITERION, BAD_LINE,
                        NO_VERDICT, SEVERAL_VERDICTS, VERDICT_OUT_OF_RANGE)  # fmt: skip
-
-
-def unparseable(detail: str) -> str:
-    """The failure reason "judge reply unparseable: <detail>"."""
-    return f"{JUDGE_UNPARSEABLE}: {detail}"
-
-
-def failure_kind(reason: str) -> str:
-    """The kind of a failure reason (one of `FAILURE_KINDS`); a ValueError for anything else."""
-    if reason in (JUDGE_SERVER_ERROR, JUDGE_TRUNCATED, CRITERIA_MISSING):
-        return reason
-    prefix = f"{JUDGE_UNPARSEABLE}: "
-    if isinstance(reason, str) and reason.startswith(prefix) and reason[len(prefix) :].strip():
-        return JUDGE_UNPARSEABLE
-    raise ValueError(f"unknown failure reason {reason!r}; a reason is one of {', '.join(FAILURE_KINDS)} "
-                     "(the unparseable one followed by ': <detail>')")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class JudgeFailure:
-    """A judge call that gave no usable answer: `reason` (see `failure_kind`); `detail` is free text for
-    logs (an HTTP status, an exception, which criteria were missing), never part of the reason."""
-
-    reason: str
-    detail: str = ""
-
-    def __post_init__(self) -> None:
-        failure_kind(self.reason)
-
-    @classmethod
-    def server_error(cls, detail: str = "") -> "JudgeFailure":
-        return cls(JUDGE_SERVER_ERROR, detail)
-
-    @classmethod
-    def truncated(cls, detail: str = "") -> "JudgeFailure":
-        return cls(JUDGE_TRUNCATED, detail)
-
-    @classmethod
-    def unparseable(cls, detail: str, log: str = "") -> "JudgeFailure":
-        return cls(unparseable(detail), log)
 
 
 RESERVED_KEYS = ("score", "judge_failed", "failure_reason")

@@ -58,7 +58,7 @@ from typing import Any
 
 from verl.experimental.reward_loop.reward_manager.limited import RateLimitedRewardManager
 
-from judge_rl.policy.judge_client import redact_url
+from judge_rl.servers.client import redact_url
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, POLICY_REWARDS
 
 logger = logging.getLogger(__name__)

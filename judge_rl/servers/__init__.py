@@ -12,6 +12,11 @@ single bad request and never stands in an empty string for a verdict.
 budget); the evaluation harness stores results under it, so a resumed run and identical requests
 within a run never reach the server twice. Each server class builds itself from the eval config with
 `from_config(server_cfg, model_cfg, cache_dir, checkpoint, seed)`.
+
+The judge serving layer around them, shared by evaluation and the policy job's rewards: `client` (the asyncio
+HTTP client for an OpenAI-compatible judge: bounded retries, timeouts, concurrency cap, cache, per-step
+telemetry; `OpenAIServer` sends through it), `failures` (why a call gave no usable answer), `http` (the
+project's own batched OpenAI-compatible server) and `endpoint` (start or find the judge a job needs).
 """
 
 from __future__ import annotations
@@ -50,13 +55,25 @@ def stable_hash(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:24]
 
 
-SERVERS: Registry = Registry("server")
+# The modules that register the servers ("hf", "openai", "vllm", "scalar") are imported on the first lookup, and
+# their classes on first use (`from judge_rl.servers import HFServer`), so the torch-free parts of this package
+# (`client`, `failures`, `http`'s protocol side) import without torch: a verl reward worker loads them in milliseconds.
+_SERVER_MODULES = {
+    "HFServer": "judge_rl.servers.hf",
+    "OpenAIServer": "judge_rl.servers.openai",
+    "VLLMServer": "judge_rl.servers.vllm",
+    "ScalarServer": "judge_rl.servers.scalar",
+}
+SERVERS: Registry = Registry("server", modules=tuple(_SERVER_MODULES.values()))
 
-# Imported for their registrations ("hf", "openai", "vllm", "scalar").
-from judge_rl.servers.hf import HFServer  # noqa: E402
-from judge_rl.servers.openai import OpenAIServer  # noqa: E402
-from judge_rl.servers.vllm import VLLMServer  # noqa: E402
-from judge_rl.servers.scalar import ScalarServer  # noqa: E402
+
+def __getattr__(name: str) -> Any:
+    if name in _SERVER_MODULES:
+        import importlib
+
+        return getattr(importlib.import_module(_SERVER_MODULES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Completion",

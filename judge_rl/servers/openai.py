@@ -1,7 +1,7 @@
 """An OpenAI-compatible chat endpoint behind the server interface (vLLM, llama.cpp server, the
 project's own `servers.http`, or the OpenAI API).
 
-The HTTP side is the policy job's judge client (`judge_rl.policy.judge_client.AsyncJudgeClient`), so both
+The HTTP side is the policy job's judge client (`judge_rl.servers.client.AsyncJudgeClient`), so both
 reach an endpoint the same way: requests run concurrently on an asyncio event loop (at most `concurrency`
 at a time); `timeout_s` bounds each attempt end to end (connecting, sending, waiting for the status line
 and headers and reading the whole body together take at most `timeout_s`, however slowly the server
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 
-from judge_rl.policy.judge_client import AsyncJudgeClient, JudgeReply, complete_many
+from judge_rl.servers.client import AsyncJudgeClient, JudgeReply, complete_many
 from judge_rl.servers import SERVERS, Completion, stable_hash
 
 

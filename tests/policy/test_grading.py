@@ -14,7 +14,7 @@ from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.policy.config import PolicyRewardConfig
 from judge_rl.policy.data import Criterion, PolicyPrompt
 from judge_rl.policy.grading import Grader
-from judge_rl.policy.judge_client import AsyncJudgeClient
+from judge_rl.servers.client import AsyncJudgeClient
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, NO_VERDICT, unparseable
 from judge_rl.servers.http import ChatCompletionServer, load_model_config
 

@@ -19,7 +19,7 @@ from judge_rl.models.loading import load_model, load_tokenizer, save_model
 from judge_rl.policy.backend import kept_samples
 from judge_rl.policy.config import JudgeFailurePolicy, to_policy_config
 from judge_rl.policy.job import run
-from judge_rl.policy.judge_client import JudgeFailureRateExceeded
+from judge_rl.servers.client import JudgeFailureRateExceeded
 from judge_rl.policy.rewards import NO_VERDICT, unparseable
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.rundir import read_status

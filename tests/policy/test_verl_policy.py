@@ -33,7 +33,7 @@ from judge_rl.policy.verl import (
     read_policy_prompts,
 )
 
-from policy.test_judge_client import Answer, ScriptedServer  # tests/ is on the path (pyproject)
+from servers.test_client import Answer, ScriptedServer  # tests/ is on the path (pyproject)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = REPO_ROOT / "conf"

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from judge_rl.models.loading import load_model, load_tokenizer
-from judge_rl.policy.judge_client import AsyncJudgeClient, JudgeTelemetry, complete_many
+from judge_rl.servers.client import AsyncJudgeClient, JudgeTelemetry, complete_many
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, JudgeFailure, parse_yesno_reply
 from judge_rl.servers.http import ChatCompletionServer, load_model_config
 

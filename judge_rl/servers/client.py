@@ -76,7 +76,7 @@ import httpx
 
 from judge_rl.aio import retryable_status, run_sync
 
-from judge_rl.policy.rewards import EMPTY_REPLY, JudgeFailure
+from judge_rl.servers.failures import EMPTY_REPLY, JudgeFailure
 
 # Body fields the client sets itself; `extra_body` may not override them.
 RESERVED_BODY_KEYS = ("model", "messages", "max_tokens", "temperature", "chat_template_kwargs")

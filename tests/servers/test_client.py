@@ -1,4 +1,4 @@
-"""AsyncJudgeClient and JudgeTelemetry (judge_rl.policy.judge_client) against real local HTTP servers
+"""AsyncJudgeClient and JudgeTelemetry (judge_rl.servers.client) against real local HTTP servers
 (stdlib `http.server` on 127.0.0.1 in a thread) whose answer to each request is scripted: known text and
 usage, known sleeps, 500 then 200, always 500, non-JSON, finish_reason "length", a hang past timeout_s.
 The server records what it saw (requests, bodies, Authorization headers, peak concurrency), so retries,
@@ -19,7 +19,7 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from judge_rl.policy.judge_client import (
+from judge_rl.servers.client import (
     AsyncJudgeClient,
     JudgeFailureRateExceeded,
     JudgeReply,
