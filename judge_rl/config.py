@@ -595,17 +595,23 @@ def validate_online_rl(job: JobConfig) -> None:
         if get_prompt(reward.prompt).kind != "pairwise":
             raise ValueError(f"algorithm.group_both_orders=true needs a pairwise judge; reward={job.reward.name} judges "
                              f"one response at a time ({reward.prompt})")
+    check_online_algorithm(a, job.trainer.prompts_per_step)
+
+
+def check_online_algorithm(a: AlgorithmConfig, prompts_per_step: int) -> None:
+    """The checks of an online RL `algorithm.*` that hold whatever is trained (a judge here, a policy in
+    judge_rl/policy/config.py): group shapes verl's estimators need, batch divisions, critic and KL."""
     if a.adv_estimator in ("grpo", "rloo", "reinforce_plus_plus_baseline") and a.rollout_n < 2:
         raise ValueError(
             f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, it needs >= 2"
         )
     # as in verl, ppo_mini_batch_size counts prompts (each with rollout_n samples), micro-batches count sequences
-    if a.ppo_mini_batch_size is not None and job.trainer.prompts_per_step % a.ppo_mini_batch_size:
+    if a.ppo_mini_batch_size is not None and prompts_per_step % a.ppo_mini_batch_size:
         raise ValueError(
             f"algorithm.ppo_mini_batch_size={a.ppo_mini_batch_size} (prompts) must divide "
-            f"trainer.prompts_per_step={job.trainer.prompts_per_step}"
+            f"trainer.prompts_per_step={prompts_per_step}"
         )
-    mini = (a.ppo_mini_batch_size or job.trainer.prompts_per_step) * a.rollout_n
+    mini = (a.ppo_mini_batch_size or prompts_per_step) * a.rollout_n
     if mini % a.ppo_micro_batch_size and a.ppo_micro_batch_size < mini:
         raise ValueError(f"algorithm.ppo_micro_batch_size={a.ppo_micro_batch_size} must divide the mini-batch {mini}")
     if (a.adv_estimator == "gae") != a.critic.enabled:

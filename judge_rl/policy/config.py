@@ -32,6 +32,7 @@ from judge_rl.config import (
     ModelConfig,
     ReportConfig,
     TrainerConfig,
+    check_online_algorithm,
     check_ranges,
     typed_config,
     validate_model,
@@ -289,14 +290,4 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
         raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
     if job.dry_run and job.cluster.backend != "verl":
         raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
-    if a.adv_estimator in ("grpo", "rloo", "reinforce_plus_plus_baseline") and a.rollout_n < 2:
-        raise ValueError(f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, "
-                         "it needs >= 2")
-    if a.ppo_mini_batch_size is not None and job.trainer.prompts_per_step % a.ppo_mini_batch_size:
-        raise ValueError(f"algorithm.ppo_mini_batch_size={a.ppo_mini_batch_size} (prompts) must divide "
-                         f"trainer.prompts_per_step={job.trainer.prompts_per_step}")
-    if (a.adv_estimator == "gae") != a.critic.enabled:
-        raise ValueError(f"algorithm.adv_estimator={a.adv_estimator} with algorithm.critic.enabled={a.critic.enabled}: "
-                         "GAE needs a critic and only GAE uses one")
-    if a.use_kl_in_reward and a.use_kl_loss:
-        raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
+    check_online_algorithm(a, job.trainer.prompts_per_step)

@@ -177,6 +177,8 @@ def test_a_step_above_the_failure_rate_stops_the_run_before_its_update(tmp_path,
     (["judge_failure.mode=drop_group", "judge_failure.min_group_size=9"], "judge_failure.min_group_size=9 exceeds"),
     (["judge.engine=tgi"], "judge.engine='tgi': expected one of local, openai, vllm, none"),
     (["algorithm=bt"], "the policy job trains with online RL"),
+    # the online-RL checks the main job makes, shared (judge_rl.config.check_online_algorithm)
+    (["algorithm.ppo_micro_batch_size=3"], "algorithm.ppo_micro_batch_size=3 must divide the mini-batch 8"),
     (["policy_data=rubric_file", "policy_data.path=/nonexistent.jsonl"], "/nonexistent.jsonl"),
 ])  # fmt: skip
 def test_configs_that_cannot_work_fail_in_one_line_before_a_model_loads(tmp_path, ifeval_file, overrides, message):
