@@ -8,7 +8,7 @@ import hydra
 from omegaconf import DictConfig
 
 from judge_rl.app import run
-from judge_rl.cli import hydra_task
+from judge_rl.cli import flags_to_overrides, hydra_task
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = str(REPO_ROOT / "conf")
@@ -21,11 +21,6 @@ def main(cfg: DictConfig) -> None:
     hydra_task(run)(cfg)
 
 
-def _flags_to_overrides(argv: list[str]) -> list[str]:
-    """`--dry-run` is sugar for the override `dry_run=true` (Hydra owns the other flags)."""
-    return ["dry_run=true" if a == "--dry-run" else a for a in argv]
-
-
 if __name__ == "__main__":
-    sys.argv = [sys.argv[0], *_flags_to_overrides(sys.argv[1:])]
+    sys.argv = [sys.argv[0], *flags_to_overrides(sys.argv[1:])]
     main()

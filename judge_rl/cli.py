@@ -39,6 +39,11 @@ def _job_dir() -> Path | None:
         return None
 
 
+def flags_to_overrides(argv: list[str]) -> list[str]:
+    """`--dry-run` is sugar for the override `dry_run=true` (Hydra owns the other flags)."""
+    return ["dry_run=true" if a == "--dry-run" else a for a in argv]
+
+
 def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
     """Wrap an app's `run(cfg)` for `@hydra.main` (see the module docstring)."""
 

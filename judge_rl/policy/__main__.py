@@ -7,7 +7,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from judge_rl.cli import hydra_task
+from judge_rl.cli import flags_to_overrides, hydra_task
 from judge_rl.policy.job import run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -21,5 +21,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    sys.argv = [sys.argv[0], *("dry_run=true" if a == "--dry-run" else a for a in sys.argv[1:])]
+    sys.argv = [sys.argv[0], *flags_to_overrides(sys.argv[1:])]
     main()

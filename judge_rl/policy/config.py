@@ -25,6 +25,7 @@ from typing import Any, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.config import (
+    JOB_RANGES,
     RL_RANGES,
     AlgorithmConfig,
     ClusterConfig,
@@ -179,15 +180,8 @@ POLICY_NEUTRAL_KEYS = (
 )  # fmt: skip
 
 POLICY_RANGES = {
-    "model.max_prompt_length": ">= 1",
-    "trainer.total_steps": ">= 1",
-    "trainer.prompts_per_step": ">= 1",
-    "trainer.max_new_tokens": ">= 1",
-    "trainer.save_every": ">= 1",
-    "trainer.keep_checkpoints": ">= 0",
-    "trainer.temperature": "> 0",
-    "trainer.top_p": "(0, 1]",
-    "cluster.threads": ">= 1",
+    # the main job's ranges of the groups both jobs share
+    **{k: v for k, v in JOB_RANGES.items() if k.split(".")[0] in ("model", "trainer", "cluster")},
     "judge.concurrency": ">= 1",
     "judge.timeout_s": "> 0",
     "judge.max_retries": ">= 0",
