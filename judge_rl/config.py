@@ -74,7 +74,7 @@ class CriticConfig:
     enabled: bool = False
     lr: float = 1e-4
     cliprange_value: float = 0.5
-    warmup_steps: int = 0  # verl's trainer.critic_warmup
+    warmup_steps: int = 0  # critic-only steps before the actor moves (verl: trainer.critic_warmup = warmup_steps + 1)
     grad_clip: float = 1.0
     weight_decay: float = 0.01
 
@@ -147,6 +147,9 @@ class ClusterConfig:
     n_gpus_per_node: int = 1
     nnodes: int = 1
     ray_address: Optional[str] = None  # an existing Ray cluster ("auto" or host:port); None: verl starts one
+    # the job's paths (run_dir, cache_dir, this checkout) are on a filesystem every Ray worker shares at the same
+    # paths; required with a ray:// address (Ray Client copies no files to the workers: preflight refuses it)
+    shared_fs: bool = False
     # preferred vLLM rollout tensor parallelism; the largest TP up to it that divides the model's attention
     # and KV heads and the GPUs of a node is used (null: verl's default, 2)
     rollout_tp: Optional[int] = None
@@ -302,7 +305,8 @@ class EvalScoringConfig:
 # (judge_rl.rundir). Every other key shapes a result, and a change refuses to resume.
 NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "stages", "logger", "dry_run", "resume", "cluster.threads", "cluster.device",
-    "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size", "eval.max_server_failure_rate", "report",
+    "cluster.ray_address", "cluster.shared_fs", "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size",
+    "eval.max_server_failure_rate", "report",
 )
 EVAL_NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "logger", "resume", "eval.max_server_failure_rate", "server.chunk_size",

@@ -173,10 +173,11 @@ class PolicyJobConfig:
 
 
 POLICY_NEUTRAL_KEYS = (
-    "run_dir", "cache_dir", "logger", "dry_run", "resume", "cluster.threads", "cluster.device", "trainer.save_every",
-    "trainer.keep_checkpoints", "report", "judge.concurrency", "judge.timeout_s", "judge.max_retries", "judge.backoff_s",
-    "judge.api_key_env", "judge.max_batch", "judge.batch_wait_s", "judge.device", "judge.port", "judge.startup_timeout_s",
-    "judge.base_url", "judge_failure.max_failure_rate", "ifeval.batch_size",
+    "run_dir", "cache_dir", "logger", "dry_run", "resume", "cluster.threads", "cluster.device", "cluster.ray_address",
+    "cluster.shared_fs", "trainer.save_every", "trainer.keep_checkpoints", "report", "judge.concurrency",
+    "judge.timeout_s", "judge.max_retries", "judge.backoff_s", "judge.api_key_env", "judge.max_batch",
+    "judge.batch_wait_s", "judge.device", "judge.port", "judge.startup_timeout_s", "judge.base_url",
+    "judge_failure.max_failure_rate", "ifeval.batch_size",
 )  # fmt: skip
 
 POLICY_RANGES = {

@@ -288,7 +288,8 @@ def prepare_policy(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | No
         ckpt_dir=(run_dir / "verl" / "checkpoints").resolve(),
         extra=dotted_leaves(job.cluster.verl_overrides) or None,
     )  # fmt: skip
-    path, command = write_checked(cfg, job, run_dir, policy_launch_env(job, run_dir))
+    path, command = write_checked(cfg, job, run_dir, policy_launch_env(job, run_dir),
+                                  judge=job.judge if needs_judge(job) else None)  # fmt: skip
     return cfg, path, command
 
 

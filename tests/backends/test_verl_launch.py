@@ -55,3 +55,17 @@ def test_dry_run_flag_and_a_three_point_sweep_give_three_distinct_valid_jobs(tmp
 def test_a_group_reward_is_refused_on_verl(tmp_path):
     with pytest.raises(ValueError, match="consistency"):
         run(compose_config([*DRY, "reward=consistency", f"run_dir={tmp_path}"]))
+
+
+def test_every_variable_launch_env_sets_reaches_the_ray_workers(tmp_path, make_job):
+    """On today's main launch_env set WANDB_JOB_TYPE but FORWARDED_ENV lacked it: verl's wandb.init in a Ray
+    actor on another node logged every run as job type None."""
+    from judge_rl.backends.verl.launch import FORWARDED_ENV, launch_env
+
+    job = make_job(["cluster=ray_address", "cluster.ray_address=auto", "logger=wandb", "logger.group=g", "logger.entity=e"])
+    env = launch_env(job, tmp_path, {})  # nothing inherited: only what launch_env sets
+    assert {"WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_JOB_TYPE"} <= set(env)
+    # RAY_ADDRESS is for the entry process's ray.init, not for the workers
+    assert set(env) - {"RAY_ADDRESS"} <= set(FORWARDED_ENV), sorted(set(env) - {"RAY_ADDRESS"} - set(FORWARDED_ENV))
+    forwarded = with_forwarded_env(OmegaConf.create({"ray_kwargs": {"ray_init": {"runtime_env": None}}}), env)
+    assert forwarded.ray_kwargs.ray_init.runtime_env.env_vars.WANDB_JOB_TYPE == "run"

@@ -9,16 +9,20 @@ import pytest
 from omegaconf import OmegaConf
 
 from judge_rl.app import run
-from judge_rl.config import ArchConfig, LoggerConfig
+from judge_rl.config import ArchConfig, ClusterConfig, LoggerConfig
 from judge_rl.backends.verl.entry import with_forwarded_env
 from judge_rl.backends.verl.launch import launch_env, read_verl_metrics
 from judge_rl.backends.verl.preflight import (
     PreflightError,
+    check_judge_address,
     check_lengths,
     check_logger,
     check_paths,
+    check_ray_client,
+    check_ray_cluster,
     check_reward_import,
     check_tensor_parallel,
+    is_loopback,
 )
 from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.summary import reward_curve
@@ -33,7 +37,10 @@ HEADS = {"smollm2-135m": (9, 3), "qwen2.5-7b-instruct": (28, 4)}
 @pytest.mark.parametrize("cluster", GPU_CLUSTERS)
 def test_dry_run_writes_a_tp_that_divides_heads_and_gpus(cluster, model, tmp_path):
     """On today's main every 8-GPU option set TP=2 for SmolLM2-135M, whose 9 heads vLLM cannot split in 2."""
-    out = run(compose_config([f"cluster={cluster}", f"model={model}", "logger=none", "dry_run=true", f"run_dir={tmp_path}"]))
+    # two nodes need a Ray cluster to join (test_two_nodes_without_a_ray_cluster_fail_the_dry_run_first)
+    joined = ["cluster.ray_address=auto"] if cluster == "nodes_2x8" else []
+    out = run(compose_config([f"cluster={cluster}", f"model={model}", "logger=none", "dry_run=true", f"run_dir={tmp_path}",
+                              *joined]))  # fmt: skip
     cfg = OmegaConf.load(out["verl_config"])
     tp = cfg.actor_rollout_ref.rollout.tensor_model_parallel_size
     heads, kv = HEADS[model]
@@ -98,6 +105,94 @@ def test_each_bad_case_is_one_line_with_the_key_and_numbers(tmp_path):
         assert line.startswith(f"trainer.default_local_dir={target} is not writable")
     finally:
         blocked.chmod(0o700)
+
+
+def _problems(err: pytest.ExceptionInfo) -> list[str]:
+    """The failed checks of a PreflightError, one a line (its first line is the heading)."""
+    return [line.strip() for line in str(err.value).splitlines()[1:]]
+
+
+def test_two_nodes_without_a_ray_cluster_fail_the_dry_run_first(tmp_path, monkeypatch):
+    """On today's main cluster=nodes_2x8 started a local Ray with one node's 8 GPUs and failed deep in verl
+    ("Total available GPUs 8 is less than total desired GPUs 16")."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    two_nodes = ["cluster=nodes_2x8", "model=qwen2.5-7b-instruct", "logger=none", "dry_run=true", f"run_dir={tmp_path}"]
+    with pytest.raises(PreflightError) as err:
+        run(compose_config(two_nodes))
+    (line,) = _problems(err)
+    assert line.startswith("cluster.nnodes=2 needs a running Ray cluster but cluster.ray_address is null")
+    assert "one node's 8 GPUs of the 16" in line and "`ray start --head`" in line
+    assert line.endswith("then set cluster.ray_address=auto")
+    # as the line says; the same run_dir takes it (where Ray runs is no part of a result)
+    out = run(compose_config([*two_nodes, "cluster.ray_address=auto"]))
+    assert OmegaConf.load(out["verl_config"]).trainer.nnodes == 2
+
+    one_node, two = ClusterConfig(n_gpus_per_node=8), ClusterConfig(n_gpus_per_node=8, nnodes=2)
+    assert check_ray_cluster(one_node, {}) == []
+    assert check_ray_cluster(two, {"RAY_ADDRESS": "auto"}) == []  # an exported address: verl's ray.init joins it
+    assert check_ray_cluster(ClusterConfig(nnodes=2, ray_address="10.0.0.1:6379"), {}) == []
+    assert len(check_ray_cluster(two, {})) == 1
+
+
+def test_a_ray_client_address_needs_a_shared_filesystem(tmp_path, monkeypatch):
+    """On today's main a ray:// address (Ray Client, from a laptop) handed the workers this machine's absolute
+    paths (reward file, parquets, checkpoints, metrics file) and no files: workers without the same filesystem
+    failed."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    client = ["cluster=ray_address", "cluster.ray_address=ray://head:10001", "model=qwen2.5-7b-instruct", "logger=none",
+              "dry_run=true", f"run_dir={tmp_path}"]  # fmt: skip
+    with pytest.raises(PreflightError) as err:
+        run(compose_config(client))
+    (line,) = _problems(err)
+    assert line.startswith("cluster.ray_address=ray://head:10001 connects through Ray Client")
+    for key in ("reward.custom_reward_function.path=/", "data.train_files=/", "data.val_files=/",
+                "trainer.default_local_dir=/", "VERL_FILE_LOGGER_PATH=/"):  # fmt: skip
+        assert key in line, key
+    assert "actor_rollout_ref.model.path" not in line  # a hub name: the workers download it themselves
+    assert "cluster.ray_address=auto" in line and "set cluster.shared_fs=true" in line
+    # the user states the paths are shared: the same run_dir passes
+    out = run(compose_config([*client, "cluster.shared_fs=true"]))
+    assert out["command"][1:3] == ["-m", "judge_rl.backends.verl.entry"]
+
+    cfg = OmegaConf.create({"data": {"train_files": "hdfs://nn/train.parquet", "val_files": ["/data/val.parquet"]},
+                            "actor_rollout_ref": {"model": {"path": "/cache/models/smollm2"}}})  # fmt: skip
+    (line,) = check_ray_client(ClusterConfig(ray_address="ray://h:10001"), cfg, {})
+    assert "data.val_files=/data/val.parquet" in line and "actor_rollout_ref.model.path=/cache/models/smollm2" in line
+    assert "hdfs://" not in line
+    assert check_ray_client(ClusterConfig(ray_address="auto"), cfg, {}) == []  # on a cluster node: its filesystem
+    assert check_ray_client(ClusterConfig(), cfg, {"RAY_ADDRESS": "ray://h:10001"}) != []  # an exported address too
+    assert check_ray_client(ClusterConfig(ray_address="ray://h:10001", shared_fs=True), cfg, {}) == []
+
+
+def test_a_loopback_judge_is_refused_when_reward_workers_can_run_on_another_node():
+    """On today's main a policy job whose judge listened on 127.0.0.1 ran on several nodes: verl places its reward
+    workers round-robin over all nodes (reward_loop.py, _init_reward_loop_workers), and every sample a worker on
+    another node could not grade left the batch, silently."""
+    from judge_rl.policy.config import RewardJudgeConfig
+
+    def cfg(url):
+        return OmegaConf.create({"reward": {"custom_reward_function": {"reward_kwargs": {"judge_base_url": url}}}})
+
+    two_nodes, joined, alone = ClusterConfig(nnodes=2, ray_address="auto"), ClusterConfig(ray_address="auto"), ClusterConfig()
+    for url in ("http://127.0.0.1:8000/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1", "http://127.3.2.1/v1",
+                "http://0.0.0.0:8000/v1"):  # fmt: skip
+        assert is_loopback(url), url
+        judge = RewardJudgeConfig(engine="vllm", base_url=url)
+        (line,) = check_judge_address(cfg(url), judge, two_nodes, {})
+        assert line.startswith(f"judge.base_url={url} is a loopback address, but verl's reward workers run on every "
+                               "node of the Ray cluster (cluster.nnodes=2 and cluster.ray_address=auto)")
+        assert "set judge.base_url" in line
+        assert check_judge_address(cfg(url), judge, alone, {}) == []  # one node, verl's own Ray: the judge is local
+    # a judge the job starts itself (engine local, or vllm without base_url) binds 127.0.0.1
+    (line,) = check_judge_address(cfg("http://127.0.0.1:8011/v1"), RewardJudgeConfig(engine="local"), joined, {})
+    assert line.startswith("judge.engine=local with judge.base_url null serves the judge on this machine only "
+                           "(http://127.0.0.1:8011/v1), but verl's reward workers run on every node of the Ray cluster "
+                           "(cluster.ray_address=auto)")
+    assert check_judge_address(cfg("http://127.0.0.1:8011/v1"), RewardJudgeConfig(), alone, {"RAY_ADDRESS": "auto"})
+    for url in ("http://10.0.0.5:8011/v1", "https://judge.example.com/v1", "http://node-3:8000/v1"):
+        assert not is_loopback(url)
+        assert check_judge_address(cfg(url), RewardJudgeConfig(engine="vllm", base_url=url), two_nodes, {}) == []
+    assert check_judge_address(OmegaConf.create({}), None, two_nodes, {}) == []  # no judge (the main job, rule)
 
 
 def test_the_reward_file_must_load_in_a_fresh_process(tmp_path, make_job):

@@ -95,7 +95,7 @@ def test_algorithm_translates_and_passes_verl_validation(algorithm, translate, m
         assert cfg.critic.optim.lr == a.critic.lr
         assert cfg.critic.cliprange_value == a.critic.cliprange_value
         assert cfg.critic.optim.clip_grad == a.critic.grad_clip
-        assert cfg.trainer.critic_warmup == a.critic.warmup_steps
+        assert a.critic.warmup_steps == 1 and cfg.trainer.critic_warmup == 2  # one critic-only step on both backends
         assert cfg.critic.model.path == cfg.actor_rollout_ref.model.path
         assert cfg.critic.ppo_mini_batch_size == actor.ppo_mini_batch_size  # verl's interpolation, resolved
         assert cfg.critic.ppo_epochs == a.ppo_epochs
@@ -110,6 +110,44 @@ def test_algorithm_translates_and_passes_verl_validation(algorithm, translate, m
     assert cfg.trainer.max_actor_ckpt_to_keep == t.keep_checkpoints
     assert cfg.trainer.logger == ["console", "file"]
     assert cfg.trainer.n_gpus_per_node == 1 and cfg.trainer.nnodes == 1
+
+
+def _verl_critic_only_steps(critic_warmup: int, total_steps: int) -> int:
+    """verl's rule as its source states it: global_steps starts at 1 (v1/trainer_base.py:454, `self.global_steps
+    += 1` before the first step) and the actor is updated only `if self.config.trainer.critic_warmup <=
+    self.global_steps:` (verl/trainer/ppo/v1/trainer_base.py:608)."""
+    return sum(1 for global_steps in range(1, total_steps + 1) if not critic_warmup <= global_steps)
+
+
+def _local_critic_only_steps(warmup_steps: int, total_steps: int) -> int:
+    """The local backend's rule (judge_rl/backends/local/backend.py, LocalBackend.update): `self.global_step += 1`
+    (from 0), then the actor is skipped `if self.critic is not None and self.global_step <= algo.critic.warmup_steps`."""
+    return sum(1 for global_step in range(1, total_steps + 1) if global_step <= warmup_steps)
+
+
+def test_the_rules_the_warm_up_counts_use_are_the_sources_own():
+    import inspect
+
+    from verl.trainer.ppo.v1 import trainer_base
+
+    from judge_rl.backends.local.backend import LocalBackend
+
+    verl_source = inspect.getsource(trainer_base)
+    assert "if self.config.trainer.critic_warmup <= self.global_steps:" in verl_source
+    assert "# we start from step 1\n        self.global_steps += 1" in verl_source
+    local_source = inspect.getsource(LocalBackend.update)
+    assert "self.global_step += 1\n        if self.critic is not None and self.global_step <= algo.critic.warmup_steps:" in local_source
+
+
+@pytest.mark.parametrize("warmup_steps", [0, 1, 2, 3])
+def test_ppo_critic_warm_up_does_as_many_critic_only_steps_on_verl_as_locally(warmup_steps, translate):
+    """On today's main trainer.critic_warmup = warmup_steps: verl, counting from step 1, updated the actor from
+    step warmup_steps on, one critic-only step fewer than the local backend (none for ppo.yaml's 1)."""
+    from judge_rl.backends.verl.translate import verl_critic_warmup
+
+    _, cfg = translate([HUB, "algorithm=ppo", f"algorithm.critic.warmup_steps={warmup_steps}"])
+    assert cfg.trainer.critic_warmup == verl_critic_warmup(warmup_steps) == (warmup_steps + 1 if warmup_steps else 0)
+    assert _verl_critic_only_steps(cfg.trainer.critic_warmup, 10) == _local_critic_only_steps(warmup_steps, 10) == warmup_steps
 
 
 def test_reference_and_kl_placement_follow_the_algorithm(translate):

@@ -114,6 +114,23 @@ def test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key(t
     assert SECRET not in Path(out["verl_config"]).read_text()
 
 
+def test_a_judge_the_job_starts_on_127_0_0_1_is_refused_on_two_nodes(tmp_path, monkeypatch):
+    """On today's main this dry run passed: on a GPU cluster the reward workers verl placed on the second node
+    reached no judge at 127.0.0.1 and their samples were lost."""
+    from judge_rl.backends.verl.preflight import PreflightError
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    job = compose_policy(["cluster=nodes_2x8", "cluster.ray_address=auto", "policy_reward=verif", "judge=vllm",
+                          "logger=none"], tmp_path)  # fmt: skip
+    with pytest.raises(PreflightError) as err:
+        policy_dry_run(job, tmp_path)
+    (line,) = [line.strip() for line in str(err.value).splitlines()[1:]]
+    assert line.startswith("judge.engine=vllm with judge.base_url null serves the judge on this machine only "
+                           "(http://127.0.0.1:8011/v1), but verl's reward workers run on every node of the Ray cluster "
+                           "(cluster.nnodes=2 and cluster.ray_address=auto)")
+    assert line.endswith("set judge.base_url to it")
+
+
 def test_rule_reward_uses_the_sync_rule_adapter_and_verls_naive_manager(tmp_path):
     from verl.trainer.ppo.reward import get_custom_reward_fn
 

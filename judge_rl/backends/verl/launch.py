@@ -34,9 +34,10 @@ from judge_rl.reports.logging import hydra_context, wandb_mode, wandb_run_labels
 from judge_rl.backends import BACKENDS
 from judge_rl.backends.local.loop import RLResult
 
-# Forwarded by name to Ray workers (values only ever come from the environment).
-FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_BASE_URL",
-                 "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH")
+# Forwarded by name to Ray workers (values only ever come from the environment): every W&B / verl variable
+# launch_env sets must be here, or verl's logger in a Ray actor on another node never sees it.
+FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_JOB_TYPE",
+                 "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH")
 # Further variable names to forward, comma-separated, set by a launcher in the entry process's environment
 # (the policy job forwards its judge's `judge.api_key_env` this way: the name travels, never the value).
 EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
@@ -72,10 +73,11 @@ def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
     return cfg, path, command
 
 
-def write_checked(cfg: DictConfig, job, run_dir: Path, env: Mapping[str, str]) -> tuple[Path, list[str]]:
+def write_checked(cfg: DictConfig, job, run_dir: Path, env: Mapping[str, str], judge: Any = None) -> tuple[Path, list[str]]:
     """verl's validation of a translated config, the config written to <run_dir>/verl/ppo_trainer.yaml, and the
     preflight checks with the launch environment `env`; returns the path and the launch command. Shared by the
-    main job (`prepare`) and the policy job (judge_rl/policy/verl.py); `job` needs `model`."""
+    main job (`prepare`) and the policy job (judge_rl/policy/verl.py); `job` needs `model` and `cluster`.
+    `judge`: the policy job's RewardJudgeConfig when its reward asks a judge (its address is checked)."""
     validate(cfg)
     path = run_dir / "verl" / "ppo_trainer.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,7 @@ def write_checked(cfg: DictConfig, job, run_dir: Path, env: Mapping[str, str]) -
         cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}", env,
         {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
          "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
+        cluster=job.cluster, judge=judge,
     )  # fmt: skip
     return path, command
 

@@ -10,7 +10,13 @@ into a paid GPU run, once Ray, vLLM and the workers are up:
 - the reward file imports through verl's own loader in a fresh process with the job's environment (what
   a Ray worker does);
 - the logger can start in the mode the job gets (W&B online needs a key; wandb importable);
-- the checkpoint, merge and metrics paths are writable.
+- the checkpoint, merge and metrics paths are writable;
+- the job can reach its GPUs: more than one node needs a running Ray cluster to join (without one verl starts
+  a local Ray with one node's GPUs and fails on the GPU count); through Ray Client (`ray://`) the workers get
+  the driver's absolute paths but no files, so they must share its filesystem (cluster.shared_fs);
+- a policy job's judge is reachable from every reward worker: verl places them over all nodes of the Ray
+  cluster (verl/experimental/reward_loop/reward_loop.py, `_init_reward_loop_workers`), and a loopback
+  address on another node reaches nothing there, so those samples are lost.
 (That batch sizes divide over the GPUs is verl's own check, in translate.validate.)
 
 Each failed check is one line naming the key and the numbers; all of them are reported together.
@@ -18,6 +24,7 @@ Each failed check is one line naming the key and the numbers; all of them are re
 
 from __future__ import annotations
 
+import ipaddress
 import netrc
 import os
 import re
@@ -25,11 +32,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
+from urllib.parse import urlsplit
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from judge_rl.config import ArchConfig
+from judge_rl.config import ArchConfig, ClusterConfig
 from judge_rl.backends.verl.translate import VerlTranslationError
 
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -140,15 +148,112 @@ def check_paths(paths: Mapping[str, Path]) -> list[str]:
     return problems
 
 
+def ray_address(cluster: ClusterConfig, env: Mapping[str, str]) -> str | None:
+    """The Ray cluster verl's `ray.init()` joins: RAY_ADDRESS of the launch environment (launch_env sets it from
+    cluster.ray_address, else it is inherited), None when verl starts a Ray of its own on this node."""
+    return env.get("RAY_ADDRESS") or cluster.ray_address or None
+
+
+def check_ray_cluster(cluster: ClusterConfig, env: Mapping[str, str]) -> list[str]:
+    """More than one node and no Ray cluster to join: verl would start a local Ray with this node's GPUs and
+    fail minutes later ("Total available GPUs 8 is less than total desired GPUs 16")."""
+    if cluster.nnodes <= 1 or ray_address(cluster, env):
+        return []
+    return [f"cluster.nnodes={cluster.nnodes} needs a running Ray cluster but cluster.ray_address is null (and RAY_ADDRESS "
+            f"is unset): verl would start a local Ray with one node's {cluster.n_gpus_per_node} GPUs of the "
+            f"{cluster.nnodes * cluster.n_gpus_per_node} it needs; start Ray on every node first (`ray start --head` on "
+            "one, `ray start --address=<head>:6379` on the others), then set cluster.ray_address=auto"]
+
+
+# the keys of a translated config that hold a file or directory of this machine (an absolute path), and the
+# launch variable that does
+DRIVER_PATH_KEYS = ("reward.custom_reward_function.path", "reward.reward_manager.module.path", "data.train_files",
+                    "data.val_files", "trainer.default_local_dir", "actor_rollout_ref.model.path", "critic.model.path")
+DRIVER_PATH_ENV = ("VERL_FILE_LOGGER_PATH",)
+
+
+def driver_local_paths(cfg: DictConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """The absolute local paths the job hands verl's workers (a hub name or an hdfs:// URL is not one)."""
+    found: dict[str, Any] = {k: OmegaConf.select(cfg, k) for k in DRIVER_PATH_KEYS}
+    found.update({k: env.get(k) for k in DRIVER_PATH_ENV})
+    paths = {}
+    for key, value in found.items():
+        values = list(value) if OmegaConf.is_list(value) or isinstance(value, (list, tuple)) else [value]
+        local = [str(v) for v in values if isinstance(v, str) and "://" not in v and os.path.isabs(v)]
+        if local:
+            paths[key] = ",".join(local)
+    return paths
+
+
+def check_ray_client(cluster: ClusterConfig, cfg: DictConfig, env: Mapping[str, str]) -> list[str]:
+    """A `ray://` address (Ray Client, e.g. from a laptop) runs the trainer on the cluster but ships it no files
+    (judge_rl sets no Ray working_dir): every absolute path of this machine must exist at the same path on the
+    workers, which only the user can state (cluster.shared_fs=true)."""
+    address = ray_address(cluster, env)
+    if not address or not address.startswith("ray://") or cluster.shared_fs:
+        return []
+    paths = driver_local_paths(cfg, env)
+    if not paths:
+        return []
+    listed = ", ".join(f"{k}={v}" for k, v in paths.items())
+    return [f"cluster.ray_address={address} connects through Ray Client, which copies no files to the workers, but "
+            f"the job hands them paths of this machine ({listed}) and cluster.shared_fs=false: run the job on a "
+            "cluster node with cluster.ray_address=auto (RAY_ADDRESS=auto), or put run_dir, cache_dir and this "
+            "checkout on a filesystem the workers share at the same paths and set cluster.shared_fs=true"]
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url` names this machine only (127.0.0.0/8, ::1, localhost, 0.0.0.0): from another node it
+    reaches that node, not this one."""
+    host = urlsplit(url if "://" in url else f"http://{url}").hostname
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_unspecified
+
+
+def check_judge_address(cfg: DictConfig, judge: Any, cluster: ClusterConfig, env: Mapping[str, str]) -> list[str]:
+    """A policy job's judge on a loopback address while verl's reward workers may run on other nodes (more than
+    one node, or an existing Ray cluster, whose size this machine cannot see): verl places the workers round-robin
+    over every alive node (verl/experimental/reward_loop/reward_loop.py, `_init_reward_loop_workers`), and each
+    sample a worker on another node fails to grade leaves the batch. `judge`: the job's RewardJudgeConfig (its
+    `engine` and `base_url`), None for a job without a judge; the address checked is the one the workers get
+    (reward_kwargs.judge_base_url: judge.base_url, or where the job starts its judge, 127.0.0.1)."""
+    url = OmegaConf.select(cfg, "reward.custom_reward_function.reward_kwargs.judge_base_url")
+    address = ray_address(cluster, env)
+    if judge is None or not url or not (cluster.nnodes > 1 or address) or not is_loopback(str(url)):
+        return []
+    if judge.base_url:
+        where = f"judge.base_url={judge.base_url} is a loopback address"
+    else:
+        where = f"judge.engine={judge.engine} with judge.base_url null serves the judge on this machine only ({url})"
+    spread = " and ".join([*([f"cluster.nnodes={cluster.nnodes}"] if cluster.nnodes > 1 else []),
+                           *([f"cluster.ray_address={address}"] if address else [])])  # fmt: skip
+    return [f"{where}, but verl's reward workers run on every node of the Ray cluster ({spread}) and the samples a "
+            "worker on another node cannot grade are lost: serve the judge on an address the workers can reach (e.g. "
+            "`vllm serve --host 0.0.0.0` on one node, or an API endpoint) and set judge.base_url to it"]
+
+
 def preflight(cfg: DictConfig, config_path: Path, arch: ArchConfig, model_key: str, env: Mapping[str, str],
-              paths: Mapping[str, Path]) -> None:
-    """Run every check; raise PreflightError listing each failure on its own line."""
+              paths: Mapping[str, Path], *, cluster: ClusterConfig | None = None, judge: Any = None) -> None:
+    """Run every check; raise PreflightError listing each failure on its own line. `cluster`: the job's cluster
+    option (None: the Ray checks are skipped); `judge`: a policy job's RewardJudgeConfig (None: no judge)."""
     problems = [
         *check_tensor_parallel(cfg, arch, model_key),
         *check_lengths(cfg, arch, model_key),
         *check_logger(cfg, env),
         *check_paths(paths),
     ]
+    if cluster is not None:
+        problems += [*check_ray_cluster(cluster, env), *check_ray_client(cluster, cfg, env),
+                     *check_judge_address(cfg, judge, cluster, env)]  # fmt: skip
     problems += check_reward_import(config_path, env)
     if problems:
         raise PreflightError("verl preflight failed:\n" + "\n".join(f"  {p}" for p in problems))

@@ -44,7 +44,9 @@ Mapping (judge_rl -> verl 0.9.1)
   algorithm.critic.{enabled, lr, weight_decay, grad_clip, cliprange_value, warmup_steps}
                                                          -> critic.{enable, optim.lr, optim.weight_decay,
                                                             optim.clip_grad (+ grad_clip), cliprange_value},
-                                                            trainer.critic_warmup
+                                                            trainer.critic_warmup = warmup_steps + 1 (0 for
+                                                            0): verl's first step is 1 and it updates the
+                                                            actor from step critic_warmup on
   model.max_prompt_length, trainer.{max_new_tokens, prompts_per_step}
                                                          -> data.{max_prompt_length, max_response_length,
                                                             train_batch_size}, rollout.prompt_length;
@@ -328,7 +330,7 @@ def _job_values(
         "critic.enable": critic,
         "critic.model.path": model_path,
         "critic.ppo_micro_batch_size_per_gpu": micro,
-        "trainer.critic_warmup": a.critic.warmup_steps if critic else 0,
+        "trainer.critic_warmup": verl_critic_warmup(a.critic.warmup_steps) if critic else 0,
         # data
         "data.train_files": data_files["train"],
         "data.val_files": data_files["val"],
@@ -373,6 +375,17 @@ def _job_values(
             }
         )
     return values
+
+
+def verl_critic_warmup(warmup_steps: int) -> int:
+    """verl's trainer.critic_warmup for `warmup_steps` critic-only steps, the number the local backend does.
+
+    verl counts global_steps from 1 and updates the actor once `critic_warmup <= global_steps`
+    (verl/trainer/ppo/v1/trainer_base.py:608; the v0 trainer skips it while `critic_warmup > global_steps`,
+    ray_trainer.py:1684), so it does critic_warmup - 1 critic-only steps; the local backend skips the actor
+    while its 1-based step <= warmup_steps (judge_rl/backends/local/backend.py, `update`): warmup_steps of them.
+    0 stays 0 (verl's default: no warm-up)."""
+    return warmup_steps + 1 if warmup_steps > 0 else 0
 
 
 def choose_rollout_tp(arch, preferred: int, n_gpus_per_node: int) -> int:
