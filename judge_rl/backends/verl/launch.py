@@ -37,7 +37,12 @@ from judge_rl.backends.local.loop import RLResult
 # Forwarded by name to Ray workers (values only ever come from the environment): every W&B / verl variable
 # launch_env sets must be here, or verl's logger in a Ray actor on another node never sees it.
 FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_JOB_TYPE",
-                 "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH")
+                 "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH",
+                 "VERL_USE_EXTERNAL_MODULES", "VERL_PLATFORM", "VLLM_CPU_KVCACHE_SPACE")
+# cluster.device=cpu: verl imports the modules named in VERL_USE_EXTERNAL_MODULES in every process (driver and Ray
+# workers) and takes the platform VERL_PLATFORM names, so these put verl on judge_rl's CPU platform
+CPU_PLATFORM_MODULE = "judge_rl.backends.verl.cpu_platform"
+VLLM_CPU_KVCACHE_GB = "1"  # vLLM-CPU's KV cache (GiB) when VLLM_CPU_KVCACHE_SPACE is unset: the judge's few sequences fit
 # Further variable names to forward, comma-separated, set by a launcher in the entry process's environment
 # (the policy job forwards its judge's `judge.api_key_env` this way: the name travels, never the value).
 EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
@@ -110,8 +115,22 @@ def launch_env(job: JobConfig, run_dir: Path, environ: Mapping[str, str] | None 
         if labels["group"]:
             env["WANDB_RUN_GROUP"] = labels["group"]
         env["WANDB_JOB_TYPE"] = labels["job_type"]
+    if job.cluster.device == "cpu":
+        env.update(cpu_platform_env(env))
     env["VERL_FILE_LOGGER_PATH"] = str((run_dir / "verl" / METRICS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl").resolve())
     return env
+
+
+def cpu_platform_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that put a verl process and its Ray workers on the CPU platform (cpu_platform.py): the
+    plugin module added to any VERL_USE_EXTERNAL_MODULES already set, VERL_PLATFORM=cpu, and vLLM-CPU's KV cache
+    size (the environment's, else VLLM_CPU_KVCACHE_GB)."""
+    modules = [m for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m.strip()]
+    return {
+        "VERL_USE_EXTERNAL_MODULES": ",".join(dict.fromkeys([*modules, CPU_PLATFORM_MODULE])),
+        "VERL_PLATFORM": "cpu",
+        "VLLM_CPU_KVCACHE_SPACE": environ.get("VLLM_CPU_KVCACHE_SPACE") or VLLM_CPU_KVCACHE_GB,
+    }
 
 
 def read_verl_metrics(run_dir: Path) -> list[dict[str, Any]]:

