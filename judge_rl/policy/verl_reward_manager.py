@@ -75,6 +75,11 @@ class JudgeSampleFailed(RuntimeError):
         extra = f" ({detail})" if detail else ""
         super().__init__(f"judge at {endpoint} failed on this sample: {reason}{extra}; the sample leaves the batch")
 
+    def __reduce__(self):
+        # Ray pickles a worker's exception to the caller (verl's agent loop); the default rebuilds it from the
+        # message alone, which this __init__ cannot take ("Failed to deserialize exception", seen on cluster=cpu_verl)
+        return type(self), (self.endpoint, self.reason, self.detail)
+
 
 class RewardFunctionError(RuntimeError):
     """The reward function raised (bad data or a bug, not the judge); verl drops the sample, loudly."""

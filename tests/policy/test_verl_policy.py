@@ -413,3 +413,16 @@ def test_gpu_script_print_only_serves_the_judge_and_runs_a_valid_policy_job(tmp_
     cfg, _ = translate(jobs[1], tmp_path / "t", base_url=jobs[1].judge.base_url)
     assert cfg.actor_rollout_ref.rollout.gpu_memory_utilization == 0.3  # leaves room for the judge's vLLM
     assert cfg.reward.custom_reward_function.reward_kwargs.judge_model == "Qwen/Qwen3-8B"
+
+
+def test_a_judge_failure_crosses_rays_process_boundary_intact():
+    # verl's reward worker raises it and Ray pickles it to the agent loop; before __reduce__, unpickling failed
+    # ("Failed to deserialize exception", seen on a real cluster=cpu_verl policy run)
+    import pickle
+
+    from judge_rl.policy.verl_reward_manager import JudgeSampleFailed
+
+    failed = pickle.loads(pickle.dumps(JudgeSampleFailed("http://judge:8011/v1", "judge reply truncated", "32 tokens")))
+    assert (failed.endpoint, failed.reason, failed.detail) == ("http://judge:8011/v1", "judge reply truncated", "32 tokens")
+    assert str(failed) == ("judge at http://judge:8011/v1 failed on this sample: judge reply truncated (32 tokens); "
+                           "the sample leaves the batch")
