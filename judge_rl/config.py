@@ -235,10 +235,11 @@ class ServerConfig:
     timeout_s: float = 120.0
     max_retries: int = 3
     backoff_s: float = 1.0
-    # vllm
+    # vllm (GPU, or vLLM's CPU build where no CUDA device is visible: judge_rl/servers/vllm.py)
     tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.85
-    max_model_len: Optional[int] = None
+    gpu_memory_utilization: float = 0.85  # GPU only
+    max_model_len: Optional[int] = None  # null: the model's context on a GPU, 2048 on a CPU
+    enforce_eager: Optional[bool] = None  # no CUDA graphs / compilation; null: true on a CPU, false on a GPU
 
 
 @dataclass
@@ -311,7 +312,7 @@ NEUTRAL_KEYS = (
 EVAL_NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "logger", "resume", "eval.max_server_failure_rate", "server.chunk_size",
     "server.batch_size", "server.device", "server.concurrency", "server.timeout_s", "server.max_retries",
-    "server.backoff_s", "server.api_key_env", "server.gpu_memory_utilization", "report",
+    "server.backoff_s", "server.api_key_env", "server.gpu_memory_utilization", "server.enforce_eager", "report",
 )
 
 

@@ -76,7 +76,8 @@ class RewardJudgeConfig:
     job's `<run>/rl_model`) and serves it on 127.0.0.1 over the OpenAI chat API, batching concurrent
     requests. engine openai: any OpenAI-compatible endpoint at `base_url` (the key from the environment
     variable `api_key_env`, never from a file). engine vllm: `base_url` of a running `vllm serve`, or
-    none and the job starts `vllm serve` itself (GPU). engine none: no judge (policy_reward=rule).
+    none and the job starts `vllm serve` itself (on a GPU, or on the CPU with vLLM's CPU build).
+    engine none: no judge (policy_reward=rule).
     """
 
     name: str = "embedded"
@@ -103,11 +104,12 @@ class RewardJudgeConfig:
     max_batch: int = 32
     batch_wait_s: float = 0.05
     device: str = "auto"
-    # vllm serve (started by the job when base_url is null)
+    # vLLM's server (started by the job when base_url is null; judge_rl/servers/endpoint.py)
     port: int = 8011
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.5
     startup_timeout_s: float = 900.0
+    max_model_len: Optional[int] = None  # --max-model-len; null: the model's context on a GPU, 2048 on a CPU
     vllm_args: list[str] = field(default_factory=list)
 
 
@@ -196,6 +198,7 @@ POLICY_RANGES = {
     "judge.tensor_parallel_size": ">= 1",
     "judge.gpu_memory_utilization": "(0, 1]",
     "judge.startup_timeout_s": "> 0",
+    "judge.max_model_len": ">= 1",
     "judge_failure.min_group_size": ">= 1",
     "judge_failure.max_failure_rate": "[0, 1]",
     "policy_data.n_train": ">= 1",

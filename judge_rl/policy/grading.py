@@ -59,7 +59,9 @@ INSTRUCTION_TAG = "instruction_id:"
 
 def judge_client(judge_cfg: RewardJudgeConfig, base_url: str, model: str) -> AsyncJudgeClient:
     """The HTTP client for the configured judge at `base_url` (the key is read from the environment variable
-    `judge.api_key_env` at each request, never stored)."""
+    `judge.api_key_env` at each request, never stored). An HTTP error's failure detail carries the server's own
+    message (e.g. vLLM's "maximum context length is N tokens ..."; one line, the key masked), so a failed call
+    says why in the step's samples."""
     template = None if judge_cfg.enable_thinking is None else {"enable_thinking": judge_cfg.enable_thinking}
     return AsyncJudgeClient(
         base_url,
@@ -74,6 +76,7 @@ def judge_client(judge_cfg: RewardJudgeConfig, base_url: str, model: str) -> Asy
         chat_template_kwargs=template,
         extra_body=dict(judge_cfg.extra_body),
         cache_size=judge_cfg.cache_size,
+        error_messages=True,
     )
 
 

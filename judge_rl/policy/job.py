@@ -10,7 +10,7 @@ document; `python -m judge_rl.policy` and the tests both call it.
   judge_pairwise without reference answers, rule without checkers).
 - the judge: `judge.engine=local` serves the embedded (or a trained: `judge.checkpoint=<run>/rl_model`)
   judge on 127.0.0.1 over the OpenAI chat API, batched; `openai` reaches any endpoint (key from the
-  environment); `vllm` uses or starts `vllm serve` (judge_rl/servers/endpoint.py).
+  environment); `vllm` uses a running vLLM server or starts one (judge_rl/servers/endpoint.py).
 - RL: the local backend's loop (judge_rl/backends/local/loop.py) with `PolicyBackend`, whose step masks judge
   failures and stops above `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); or verl
   (`cluster=...` with backend verl, judge_rl/policy/verl.py).

@@ -1,4 +1,4 @@
-"""Servers for evaluating a judge: one interface over a local HF model, vLLM (offline, GPU)
+"""Servers for evaluating a judge: one interface over a local HF model, vLLM (offline; GPU, or its CPU build)
 and an OpenAI-compatible HTTP endpoint.
 
     server.complete(batch_of_messages, max_new_tokens=...) -> list[Completion]

@@ -11,11 +11,17 @@ What each `judge.engine` gives:
           thread, batching concurrent requests (`judge.max_batch`, `judge.batch_wait_s`); it is shut
           down on exit. With `judge.base_url` set, that server is used and nothing is started.
   openai  `judge.base_url` and `judge.served_model`; nothing is started.
-  vllm    `judge.base_url` of a running server, or none: the job runs `vllm serve` (GPU) on
-          127.0.0.1:`judge.port` as a subprocess with its output in `<log_dir>/vllm_serve.log`, waits
-          until GET /v1/models answers 200 (at most `judge.startup_timeout_s`), and stops it on exit
-          (SIGTERM to its process group, SIGKILL after 10 s). A server that exits or does not come up
-          fails with one line naming the command, the exit code and the log.
+  vllm    `judge.base_url` of a running server, or none: the job runs `vllm serve` with this Python
+          (`python -m vllm.entrypoints.cli.main serve`, what the `vllm` console script runs: no script
+          on PATH needed) on 127.0.0.1:`judge.port` as a subprocess with its output in
+          `<log_dir>/vllm_serve.log`, waits until GET /v1/models answers 200 (at most
+          `judge.startup_timeout_s`), and stops it on exit (SIGTERM to its process group, SIGKILL after
+          10 s; a server that died first still has its group stopped, e.g. vLLM's engine process). A
+          server that exits or does not come up fails with one line naming the command, the exit code
+          and the log. It runs on a GPU, or on the CPU where no CUDA device is visible (vLLM's CPU
+          build), where it gets `--dtype float32 --enforce-eager` unless `judge.vllm_args` set them,
+          `--max-model-len 2048` unless `judge.max_model_len` or `judge.vllm_args` set one, and
+          VLLM_CPU_KVCACHE_SPACE=2 (GiB of KV cache) unless the environment sets it.
   none    no judge: the context yields None.
 
 Why a subprocess for vLLM rather than the offline `vllm.LLM` (`judge_rl.servers.vllm`): the judge's
@@ -26,6 +32,7 @@ to a local judge exactly as to a remote one, over HTTP.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shlex
 import shutil
@@ -51,7 +58,7 @@ POLL_INTERVAL_S = 0.25
 @dataclass
 class Endpoint:
     """Where the judge answers: `base_url` (ending in /v1) and the model id to send (`model`).
-    `server` is the in-process server (engine local), `process` the `vllm serve` subprocess (engine vllm,
+    `server` is the in-process server (engine local), `process` the vLLM server subprocess (engine vllm,
     started by the job), `log_path` that subprocess's output; None when nothing was started."""
 
     base_url: str
@@ -73,8 +80,8 @@ def judge_endpoint(
 ) -> Iterator[Endpoint | None]:
     """The judge endpoint of a `RewardJudgeConfig` (see the module docstring), stopped on exit.
 
-    `log_dir`: where `vllm serve` writes its output (default: a fresh temporary directory, kept so the
-    log outlives a failure). `command`: for engine vllm, run this instead of `vllm serve ...` (a test's
+    `log_dir`: where the vLLM server writes its output (default: a fresh temporary directory, kept so the
+    log outlives a failure). `command`: for engine vllm, run this instead of `vllm_serve_command(...)` (a test's
     stand-in server; it must listen on 127.0.0.1:`judge.port`)."""
     engine = judge_cfg.engine
     if engine == "none":
@@ -120,11 +127,29 @@ def served_name(judge_cfg, model_cfg=None) -> str:
     return (model_cfg or judge_model_config(judge_cfg)).name
 
 
-def vllm_serve_command(judge_cfg, model_path: str, served_name: str) -> list[str]:
-    """The `vllm serve` command line for a judge (pure: no lookup, nothing run). It listens on
-    127.0.0.1:`judge.port` only; `judge.vllm_args` come last, so they can add any vllm flag."""
+# The `vllm` console script's module. Not `vllm.entrypoints.openai.api_server`: vLLM 0.31 deprecates running that
+# module ("may be removed in a future release. Please use `vllm serve`").
+VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
+
+
+def _sets_flag(args: Sequence[str], *flags: str) -> bool:
+    """Whether `args` set one of `flags` (as `--flag`, `--flag value` or `--flag=value`)."""
+    return any(a in flags or a.split("=", 1)[0] in flags for a in args)
+
+
+def vllm_serve_command(judge_cfg, model_path: str, served_name: str, *, cpu: bool = False,
+                       python: str | None = None) -> list[str]:
+    """The `vllm serve` command line for a judge (pure: no lookup, nothing run), run as a module of
+    `python` (default: this one): `<python> -m vllm.entrypoints.cli.main serve <path> ...`. It
+    listens on 127.0.0.1:`judge.port` only; `judge.vllm_args` come last, so they can add any vllm flag.
+    `cpu`: vLLM's CPU build, where no CUDA device is visible: `--dtype float32 --enforce-eager` and
+    `--max-model-len 2048` (CPU_MAX_MODEL_LEN), each unless `judge.vllm_args` (or `judge.max_model_len`)
+    sets it."""
+    from judge_rl.servers.vllm import CPU_MAX_MODEL_LEN
+
+    extra = [str(a) for a in judge_cfg.vllm_args]
     cmd = [
-        "vllm", "serve", str(model_path),
+        python or sys.executable, "-m", VLLM_CLI_MODULE, "serve", str(model_path),
         "--host", HOST,
         "--port", str(judge_cfg.port),
         "--served-model-name", served_name,
@@ -132,9 +157,15 @@ def vllm_serve_command(judge_cfg, model_path: str, served_name: str) -> list[str
         "--gpu-memory-utilization", str(judge_cfg.gpu_memory_utilization),
     ]  # fmt: skip
     max_model_len = getattr(judge_cfg, "max_model_len", None)  # not in every judge schema
+    if not max_model_len and cpu and not _sets_flag(extra, "--max-model-len"):
+        max_model_len = CPU_MAX_MODEL_LEN
     if max_model_len:
         cmd += ["--max-model-len", str(max_model_len)]
-    return [*cmd, *map(str, judge_cfg.vllm_args)]
+    if cpu and not _sets_flag(extra, "--dtype"):
+        cmd += ["--dtype", "float32"]
+    if cpu and not _sets_flag(extra, "--enforce-eager", "--no-enforce-eager"):
+        cmd += ["--enforce-eager"]
+    return [*cmd, *extra]
 
 
 # -- engine local ------------------------------------------------------------------------------------
@@ -167,6 +198,11 @@ def _local_server(judge_cfg, cache_dir: str, seed: int) -> Iterator[ChatCompleti
 # -- engine vllm -------------------------------------------------------------------------------------
 
 
+def _vllm_installed() -> bool:
+    """Whether this Python can import vllm (looked up, not imported: importing it takes seconds)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
 def _resolve_executable(name: str) -> str | None:
     """`name` on PATH, or next to this Python (a virtualenv's bin/, which may not be on PATH)."""
     return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
@@ -182,44 +218,68 @@ def _port_in_use(port: int) -> bool:
     return False
 
 
+# Lines a failing server prints after its error that say nothing about it (pydantic's link under a refused config)
+_TRAILERS = ("For further information visit ",)
+
+
 def _last_line(path: Path) -> str:
+    """The log's last line that says something (pydantic's trailing link skipped), at most 300 characters."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
             lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
     except OSError:
         return ""
-    return lines[-1][:300] if lines else ""
+    said = [line for line in lines if not line.startswith(_TRAILERS)] or lines
+    return said[-1][:300] if said else ""
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the process group `pgid` is left."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):  # a group this job may not signal is not the one it started
+        return False
+    return True
 
 
 def _stop(process: subprocess.Popen) -> None:
     """SIGTERM to the server's process group (vLLM's engine and workers are its children), SIGKILL
-    after STOP_GRACE_S."""
-    if process.poll() is not None:
-        return
+    after STOP_GRACE_S; done when the server and every process of its group are gone. A server that
+    died first (a crash, a kill) may leave its engine process behind: the group is stopped all the same."""
+    pgid = process.pid  # the group the job started (start_new_session): pgid == pid
+
+    def gone() -> bool:
+        return process.poll() is not None and not _group_alive(pgid)
+
     for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)  # the group the job started (start_new_session): pgid == pid
-        except ProcessLookupError:
-            pass
-        try:
-            process.wait(timeout=wait_s)
+        if gone():
             return
-        except subprocess.TimeoutExpired:
-            continue
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        deadline = time.monotonic() + wait_s
+        while not gone() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 @contextlib.contextmanager
 def _vllm_process(judge_cfg, cache_dir: str, log_dir, command: Sequence[str] | None) -> Iterator[Endpoint]:
-    from judge_rl.servers.vllm import model_dir
+    from judge_rl.servers.vllm import cpu_environment, cuda_available, model_dir
 
     model_cfg = judge_model_config(judge_cfg)
     name = served_name(judge_cfg, model_cfg)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if command is None:
-        if _resolve_executable("vllm") is None:
-            raise RuntimeError("judge.engine=vllm: the `vllm` executable is not on PATH; install vllm (GPU: "
-                               "pip install 'judge_rl[gpu]') or set judge.base_url to a running server")
-        command = vllm_serve_command(judge_cfg, model_dir(model_cfg, cache_dir, judge_cfg.checkpoint), name)
+        if not _vllm_installed():
+            raise RuntimeError(f"judge.engine=vllm: vllm is not installed in this Python ({sys.executable}); install "
+                               "vllm (GPU: pip install 'judge_rl[gpu]'; CPU: make install) or set judge.base_url to "
+                               "a running server")
+        cpu = not cuda_available()
+        if cpu:
+            cpu_environment(env)
+        command = vllm_serve_command(judge_cfg, model_dir(model_cfg, cache_dir, judge_cfg.checkpoint), name, cpu=cpu)
     command = [str(c) for c in command]
     executable = _resolve_executable(command[0])
     if executable is None:
@@ -236,7 +296,7 @@ def _vllm_process(judge_cfg, cache_dir: str, log_dir, command: Sequence[str] | N
         log.write(f"$ {shlex.join(command)}\n".encode())
         log.flush()
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                   start_new_session=True, env=env)
     try:
         _wait_ready(process, base_url, judge_cfg.startup_timeout_s, command, log_path)
         yield Endpoint(base_url, name, "vllm", process=process, log_path=log_path)

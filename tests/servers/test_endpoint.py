@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import sys
 import time
@@ -42,6 +44,15 @@ def stand_in(port: int) -> list[str]:
     """The project's own server in a subprocess, standing in for `vllm serve`."""
     return [sys.executable, "-m", "judge_rl.servers.http", "--model", "tiny-random", "--port", str(port),
             "--device", "cpu", "--cache-dir", CACHE_DIR, "--max-batch", "4", "--batch-wait-s", "0.01"]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie (exited, not yet reaped by init) is not alive
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def vllm_cfg(**kwargs) -> RewardJudgeConfig:
@@ -98,11 +109,28 @@ def test_engine_none_yields_none_and_an_unknown_engine_is_refused():
 def test_vllm_serve_command_is_pure_and_ends_with_vllm_args():
     cfg = vllm_cfg(port=8123, tensor_parallel_size=2, gpu_memory_utilization=0.4,
                    vllm_args=["--max-model-len", "8192", "--enforce-eager"])
-    assert vllm_serve_command(cfg, "/models/qwen3-8b", "qwen3-8b") == [
-        "vllm", "serve", "/models/qwen3-8b", "--host", "127.0.0.1", "--port", "8123",
-        "--served-model-name", "qwen3-8b", "--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.4",
-        "--max-model-len", "8192", "--enforce-eager",
-    ]  # fmt: skip
+    serve = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", "/models/qwen3-8b", "--host", "127.0.0.1",
+             "--port", "8123", "--served-model-name", "qwen3-8b", "--tensor-parallel-size", "2",
+             "--gpu-memory-utilization", "0.4"]  # fmt: skip
+    assert vllm_serve_command(cfg, "/models/qwen3-8b", "qwen3-8b") == [*serve, "--max-model-len", "8192", "--enforce-eager"]
+    assert vllm_serve_command(cfg, "/m", "q", python="/opt/py/bin/python")[:3] == ["/opt/py/bin/python", "-m", "vllm.entrypoints.cli.main"]
+    # judge.max_model_len is a flag of its own; vllm_args still come last
+    cfg = vllm_cfg(port=8123, tensor_parallel_size=2, gpu_memory_utilization=0.4, max_model_len=1024, vllm_args=["--seed", "1"])
+    assert vllm_serve_command(cfg, "/models/qwen3-8b", "qwen3-8b") == [*serve, "--max-model-len", "1024", "--seed", "1"]
+
+
+def test_vllm_serve_command_on_a_cpu_adds_float32_eager_and_a_context_unless_set():
+    cfg = vllm_cfg(port=8123)
+    tail = vllm_serve_command(cfg, "/m", "q", cpu=True)[-5:]
+    assert tail == ["--max-model-len", "2048", "--dtype", "float32", "--enforce-eager"]
+    assert vllm_serve_command(vllm_cfg(port=8123, max_model_len=1024), "/m", "q", cpu=True)[-5:-3] == ["--max-model-len", "1024"]
+    # what judge.vllm_args set is left to them (either spelling), and they come last
+    mine = ["--dtype=bfloat16", "--no-enforce-eager", "--max-model-len", "512"]
+    cmd = vllm_serve_command(vllm_cfg(port=8123, vllm_args=mine), "/m", "q", cpu=True)
+    assert cmd[-4:] == mine and cmd.count("--max-model-len") == 1 and "--enforce-eager" not in cmd
+    assert "float32" not in cmd and not any(c.startswith("--dtype") for c in cmd[:-4])
+    # on a GPU nothing is added
+    assert not {"--dtype", "--enforce-eager", "--max-model-len"} & set(vllm_serve_command(cfg, "/m", "q"))
 
 
 def test_vllm_engine_starts_a_server_process_waits_for_it_and_stops_it(tmp_path):
@@ -149,21 +177,38 @@ def test_a_server_that_never_answers_is_stopped_at_the_startup_timeout(tmp_path)
     assert str(tmp_path / "vllm_serve.log") in message and "last line: 'loading'" in message
 
 
-def test_a_missing_executable_says_to_install_vllm_or_set_base_url(tmp_path, monkeypatch):
+def test_a_missing_executable_or_vllm_says_to_install_vllm_or_set_base_url(tmp_path, monkeypatch):
     cfg = vllm_cfg(port=free_port())
     with pytest.raises(RuntimeError) as err:
         with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path, command=["no-such-vllm-executable", "serve"]):
             pass
     assert "'no-such-vllm-executable' is not on PATH" in str(err.value) and "judge.base_url" in str(err.value)
 
-    monkeypatch.setattr(endpoint_module, "_resolve_executable", lambda name: None)  # as on a machine without vllm
+    monkeypatch.setattr(endpoint_module, "_vllm_installed", lambda: False)  # as in a Python without vllm
     with pytest.raises(RuntimeError) as err:
         with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path):
             pass
     message = str(err.value)
-    assert "\n" not in message and message.startswith("judge.engine=vllm: the `vllm` executable is not on PATH")
+    assert "\n" not in message and message.startswith(f"judge.engine=vllm: vllm is not installed in this Python ({sys.executable})")
     assert "install vllm" in message and "judge.base_url" in message
     assert not (tmp_path / "vllm_serve.log").exists()  # nothing was started
+
+
+def test_a_server_that_dies_leaves_no_process_of_its_group_behind(tmp_path):
+    """The server's child (as vLLM's engine process) outlives a server killed by a signal; exiting stops the group."""
+    port = free_port()
+    child = tmp_path / "child.pid"
+    script = (f"import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+              f"open({str(child)!r}, 'w').write(str(c.pid)); "
+              f"import runpy; sys.argv = {stand_in(port)[2:]!r}; runpy.run_module('judge_rl.servers.http', run_name='__main__')")
+    cfg = vllm_cfg(port=port, startup_timeout_s=120)
+    with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path, command=[sys.executable, "-c", script]) as endpoint:
+        process = endpoint.process
+        child_pid = int(child.read_text())
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        assert pid_alive(child_pid)  # orphaned, still in the server's process group
+    assert not pid_alive(child_pid) and refused(endpoint.base_url)
 
 
 def test_a_port_already_in_use_is_refused_before_starting(tmp_path):
