@@ -351,7 +351,7 @@ def evaluate_pairs(
     """Held-out pairs (the main job's `data.eval`): every pair in both orders, or each response alone for a
     pointwise prompt; returns overall and per-source metrics over the answered pairs (empty when
     withheld, see `answered_units`), the `scoring` status and the counts."""
-    from judge_rl.evaluation.benchmarks.pairwise_sets import PairBenchmark, harness_metrics
+    from judge_rl.evaluation.benchmarks.pairwise import PairBenchmark, harness_metrics
 
     tasks, too_long = fit_context(server, PairBenchmark().tasks(pairs, prompt, spec=None), max_new_tokens, label)
     run = judge_tasks(server, tasks, out_path, max_new_tokens=max_new_tokens, chunk_size=chunk_size,

@@ -3,13 +3,26 @@
 A benchmark (`BENCHMARKS`, registered by decorator under the `kind` a conf/benchmark/*.yaml names)
 turns rows into *units* (a preference pair, or a prompt with several answers), units into *tasks* (one
 judge request each: a pair in one order, one answer to rate, a k-way choice), and the judged tasks'
-records into scores: the authors' official numbers (`benchmarks/scoring.py`) plus the harness's own
-pairwise diagnostics (accuracy per order, consistent accuracy, position consistency, A-preference,
-parse failures), overall and per subset.
+records into scores: the authors' official numbers plus the harness's own pairwise diagnostics
+(accuracy per order, consistent accuracy, position consistency, A-preference, parse failures), overall
+and per subset.
+
+One module per benchmark holds its loader and its official scoring, reproduced from the authors' code
+(each docstring names the repository and file; every remaining assumption is marked). Scores are
+fractions in [0, 1] (the official scripts often print 100x, rounded to 2 decimals; we do not round).
+What several benchmarks share (pairs judged in both orders, outcomes, the harness's diagnostics, macro
+P/R/F1) is in `pairwise.py`.
+
+Adding a benchmark is one new module here, `<kind>.py` with a `@register_benchmark("<kind>")` class, and
+its conf/benchmark/<name>.yaml: every module of this package is listed when the package is imported and
+imported on the registry's first lookup (`get_benchmark`, `BENCHMARKS.get` / `names` / `in`), so there is
+no list of benchmarks to edit. The modules import this one, never the reverse, so no order of imports
+can make a cycle.
 """
 
 from __future__ import annotations
 
+import pkgutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
@@ -55,7 +68,12 @@ class Benchmark(ABC):
         """{"official": the authors' numbers, "harness": {"overall": ..., "by_subset": ...}}."""
 
 
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark")
+def _benchmark_modules() -> list[str]:
+    """Every module of this package (names only: nothing is imported here)."""
+    return sorted(f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", modules=_benchmark_modules())
 
 
 def register_benchmark(kind: str):
@@ -70,9 +88,5 @@ def register_benchmark(kind: str):
 def get_benchmark(kind: str) -> Benchmark:
     return BENCHMARKS.get(kind)()
 
-
-# Imported for their registrations.
-from judge_rl.evaluation.benchmarks import pairwise_sets as _pairwise_sets  # noqa: E402,F401
-from judge_rl.evaluation.benchmarks import rewardbench2 as _rewardbench2  # noqa: E402,F401
 
 __all__ = ["BENCHMARKS", "Benchmark", "Loaded", "Task", "get_benchmark", "register_benchmark"]
