@@ -55,7 +55,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from judge_rl.recipes.stages import training_items  # noqa: E402
-from judge_rl.config import AlgorithmConfig, ModelConfig, TrainerConfig  # noqa: E402
+from judge_rl.backends.algorithm import AlgorithmConfig  # noqa: E402
+from judge_rl.config import ModelConfig, TrainerConfig
 from judge_rl.data import load_dataset_pairs  # noqa: E402
 from judge_rl.models.loading import converted_gguf_dir, load_model, load_tokenizer  # noqa: E402
 from judge_rl.prompts import get_prompt  # noqa: E402

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from judge_rl.data.pairs import both_orders  # noqa: E402
-from judge_rl.evaluation.app import load_benchmark_config  # noqa: E402
+from judge_rl.config.paths import load_benchmark_config  # noqa: E402
 from judge_rl.evaluation.benchmarks import get_benchmark  # noqa: E402
 from judge_rl.servers import HFServer  # noqa: E402
 from judge_rl.servers.http import load_model_config  # noqa: E402

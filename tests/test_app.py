@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from judge_rl.app import run
-from judge_rl.config import to_job_config
+from judge_rl.jobs.train import run
+from judge_rl.jobs.train import to_job_config
 from judge_rl.rundir import RunDirError
 
 from conftest import CACHE_DIR, REPO_ROOT, SHARED_DATA, TINY_RUN, compose_config

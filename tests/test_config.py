@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from hydra import compose, initialize_config_dir
 
-from judge_rl.config import to_eval_config, to_job_config
+from judge_rl.jobs.evaluate import to_eval_config
+from judge_rl.jobs.train import to_job_config
 
 from conftest import CACHE_DIR, CONF_DIR, compose_config
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from judge_rl.app import run
+from judge_rl.jobs.train import run
 
 from conftest import SHARED_DATA, compose_config
 

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from conftest import REPO_ROOT, compose_config
 
-from judge_rl.config import to_job_config
+from judge_rl.jobs.train import to_job_config
 
 SCRIPT = REPO_ROOT / "scripts" / "gpu_thinkj_tables.sh"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from judge_rl.app import run
+from judge_rl.jobs.train import run
 from judge_rl.report import build_table, format_cell, main as report_main, write_report
 from judge_rl.reports.paper import load_paper_table
 from judge_rl.reports.schema import DEFAULT_REPORT_COLUMNS, SCHEMA, read_run, title
@@ -205,7 +205,7 @@ def test_the_table_goes_to_wandb_as_a_table_and_a_report_needs_its_package(tmp_p
 @pytest.mark.parametrize("debug", ["tiny", "cpu"])
 @pytest.mark.parametrize("name", SWEEPS)
 def test_every_sweep_point_composes_and_validates_at_each_debug_scale(name, debug):
-    from judge_rl.config import to_job_config
+    from judge_rl.jobs.train import to_job_config
 
     for point in sweep_points(name):
         job = to_job_config(compose_config([f"+sweeps={name}", f"debug={debug}", *point, "run_dir=/tmp/unused"]))

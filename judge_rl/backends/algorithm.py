@@ -1,4 +1,6 @@
-"""The one mapping from judge_rl's `algorithm.*` to verl's keys, read by both backends.
+"""The online RL algorithm: its config (`AlgorithmConfig`, the `algorithm` group of the online_rl recipe and of the
+policy job), its checks (`check_online_algorithm`, RL_RANGES), and the one mapping from it to verl's keys, read by
+both backends.
 
 The verl backend writes these keys into verl's `ppo_trainer` config (translate.py); the local backend
 builds verl's own `AlgoConfig` and `ActorConfig` dataclasses from the same keys (which validate the
@@ -10,9 +12,116 @@ stay with each backend.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
-from judge_rl.config import AlgorithmConfig
+@dataclass
+class KLControlConfig:
+    """verl's algorithm.kl_ctrl: the coefficient of the KL penalty put into the reward."""
+
+    type: str = "fixed"  # fixed | adaptive
+    kl_coef: float = 0.001
+    target_kl: float = 0.1
+    horizon: int = 10000
+
+
+@dataclass
+class CriticConfig:
+    """The value model of PPO (verl's critic.*), initialised from the same weights as the policy."""
+
+    enabled: bool = False
+    lr: float = 1e-4
+    cliprange_value: float = 0.5
+    warmup_steps: int = 0  # critic-only steps before the actor moves (verl: trainer.critic_warmup = warmup_steps + 1)
+    grad_clip: float = 1.0
+    weight_decay: float = 0.01
+
+
+@dataclass
+class AlgorithmConfig:
+    """The `algorithm` group of the online RL recipe: verl's field names, translated one to one."""
+
+    name: str = "grpo"
+    recipe: str = "online_rl"  # the training recipe this method runs (judge_rl/recipes/)
+    adv_estimator: str = "grpo"
+    norm_adv_by_std_in_grpo: bool = True
+    gamma: float = 1.0
+    lam: float = 1.0
+    use_kl_in_reward: bool = False
+    kl_penalty: str = "kl"
+    kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
+    policy_loss: str = "vanilla"
+    use_kl_loss: bool = True
+    kl_loss_coef: float = 0.001
+    kl_loss_type: str = "low_var_kl"
+    clip_ratio: float = 0.2
+    loss_agg_mode: str = "token-mean"
+    loss_scale_factor: Optional[int] = None  # seq-mean-token-sum-norm divisor; None: the batch's response width
+    entropy_coeff: float = 0.0
+    ppo_epochs: int = 1
+    ppo_mini_batch_size: Optional[int] = None  # prompts per optimizer step (verl's unit); None: the whole batch
+    ppo_micro_batch_size: int = 4  # sequences per forward/backward
+    grad_clip: float = 1.0
+    weight_decay: float = 0.01
+    lr: float = 1e-5
+    rollout_n: int = 4
+    # J1's group structure with any reward: each prompt's group holds both orders of its pair, rollout_n/2
+    # samples each, so a judge that names one position whatever the content is right in one half of its
+    # group and wrong in the other, and its advantages push against the bias (with per-order groups such a
+    # group is all right or all wrong, and its advantages are zero). Local backend only.
+    group_both_orders: bool = False
+    critic: CriticConfig = field(default_factory=CriticConfig)
+
+
+# the online RL recipe's `algorithm.*` (other recipes check their own fields, judge_rl/recipes/<method>.py)
+RL_RANGES = {
+    "algorithm.rollout_n": ">= 1",
+    "algorithm.ppo_epochs": ">= 1",
+    "algorithm.ppo_mini_batch_size": ">= 1",
+    "algorithm.ppo_micro_batch_size": ">= 1",
+    "algorithm.lr": "> 0",
+    "algorithm.clip_ratio": "> 0",
+    "algorithm.kl_loss_coef": ">= 0",
+    "algorithm.grad_clip": "> 0",
+    "algorithm.gamma": "[0, 1]",
+    "algorithm.lam": "[0, 1]",
+    "algorithm.loss_scale_factor": ">= 1",
+    "algorithm.critic.lr": "> 0",
+    "algorithm.critic.warmup_steps": ">= 0",
+}
+
+
+def check_critic(a: AlgorithmConfig) -> None:
+    """GAE needs a critic and only GAE uses one (checked at validation, and again by the verl translation)."""
+    if (a.adv_estimator == "gae") != a.critic.enabled:
+        raise ValueError(
+            f"algorithm.adv_estimator={a.adv_estimator} with algorithm.critic.enabled={a.critic.enabled}: "
+            "GAE needs a critic and only GAE uses one"
+        )
+
+
+def check_online_algorithm(a: AlgorithmConfig, prompts_per_step: int) -> None:
+    """The checks of an online RL `algorithm.*` that hold whatever is trained (a judge here, a policy in
+    judge_rl/policy/config.py): group shapes verl's estimators need, batch divisions, critic and KL."""
+    if a.adv_estimator in ("grpo", "rloo", "reinforce_plus_plus_baseline") and a.rollout_n < 2:
+        raise ValueError(
+            f"algorithm.rollout_n={a.rollout_n}: {a.adv_estimator} compares samples of the same prompt, it needs >= 2"
+        )
+    # as in verl, ppo_mini_batch_size counts prompts (each with rollout_n samples), micro-batches count sequences
+    if a.ppo_mini_batch_size is not None and prompts_per_step % a.ppo_mini_batch_size:
+        raise ValueError(
+            f"algorithm.ppo_mini_batch_size={a.ppo_mini_batch_size} (prompts) must divide "
+            f"trainer.prompts_per_step={prompts_per_step}"
+        )
+    mini = (a.ppo_mini_batch_size or prompts_per_step) * a.rollout_n
+    if mini % a.ppo_micro_batch_size and a.ppo_micro_batch_size < mini:
+        raise ValueError(f"algorithm.ppo_micro_batch_size={a.ppo_micro_batch_size} must divide the mini-batch {mini}")
+    check_critic(a)
+    if a.use_kl_in_reward and a.use_kl_loss:
+        raise ValueError("algorithm.use_kl_in_reward and algorithm.use_kl_loss are both true: the KL would count twice")
+    if a.kl_ctrl.type not in ("fixed", "adaptive"):
+        raise ValueError(f"algorithm.kl_ctrl.type={a.kl_ctrl.type!r}: expected fixed or adaptive")
+
 
 ACTOR = "actor_rollout_ref.actor"
 

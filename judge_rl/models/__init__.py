@@ -1,3 +1,3 @@
-from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
-
-__all__ = ["load_model", "load_tokenizer", "resolve_device", "save_model"]
+"""Models: where their weights are (`dirs`), their architecture and attention (`arch`, `attention`), loading and
+saving (`loading`), and an identity for caches (`identity`). Import the module you need: this package imports
+nothing, so a config check that only asks `dirs` does not load torch."""

@@ -44,7 +44,8 @@ import numpy as np
 import torch
 
 from judge_rl.backends.local.backend import LocalBackend, ScoredRollouts
-from judge_rl.config import AlgorithmConfig, TrainerConfig
+from judge_rl.backends.algorithm import AlgorithmConfig
+from judge_rl.config import TrainerConfig
 from judge_rl.policy.bias import bias_metrics
 from judge_rl.policy.config import JudgeFailurePolicy
 from judge_rl.policy.data import PolicyPrompt

@@ -26,18 +26,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.config import (
     JOB_RANGES,
-    RL_RANGES,
-    AlgorithmConfig,
     ClusterConfig,
     LoggerConfig,
     ModelConfig,
     ReportConfig,
     TrainerConfig,
-    check_online_algorithm,
     check_ranges,
     typed_config,
     validate_model,
 )
+from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
 
 ENGINES = ("local", "openai", "vllm", "none")
 REWARD_NAMES = ("rule", "rubric", "verif", "judge_pairwise")
@@ -265,9 +263,9 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     if j.engine in ("local", "vllm") and not j.base_url and j.model is None and j.checkpoint is None:
         raise ValueError(f"judge.engine={j.engine} serves a model: set judge.model (a conf/model name) or judge.checkpoint")
     if j.engine in ("local", "vllm") and j.checkpoint is not None:
-        from judge_rl.config import _require_model_dir
+        from judge_rl.models.dirs import require_model_dir
 
-        _require_model_dir(j.checkpoint, "judge.checkpoint")
+        require_model_dir(j.checkpoint, "judge.checkpoint")
     if j.device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"judge.device={j.device!r}: expected auto, cpu or cuda")
     _choice(job.judge_failure.mode, "judge_failure.mode", FAILURE_MODES)

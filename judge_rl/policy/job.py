@@ -40,6 +40,7 @@ from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_poli
 from judge_rl.policy.data import PolicyPrompt, generate_policy_prompts
 from judge_rl.servers.client import JudgeFailureRateExceeded
 from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_entry, ifeval_gain, ifeval_metrics, ifeval_prompts
+from judge_rl.policy.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
 from judge_rl.reports.schema import new_results, write_results
 from judge_rl.rundir import claim_run_dir
@@ -153,6 +154,10 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
             model_dir = train_local_policy(job, run_dir, prompts, grader, logger, ifeval_on if ifeval else None)
     history = logger.history()
     results["training"]["rl"] = training_summary(history)
+    if job.cluster.backend == "verl":  # verl's metrics never see a dropped sample: its reward workers' own counts
+        outcomes = read_outcomes(run_dir / "verl" / OUTCOMES_FILE)
+        if outcomes is not None:
+            results["training"]["rl"].update(summary_sections(outcomes))
     write_results(run_dir, results)
 
     # IFEval of the trained policy, and the change with its noise

@@ -70,6 +70,7 @@ from judge_rl.prompts import get_prompt
 from judge_rl.prompts.base import Judgment
 from judge_rl.prompts.think import UNCLOSED_THINK as PROMPT_UNCLOSED_THINK
 from judge_rl.registry import Registry
+from judge_rl.rewards import VERL_KWARGS
 from judge_rl.servers.failures import (  # the failure type and its reasons, shared with the judge client
     CRITERIA_MISSING,
     EMPTY_REPLY,
@@ -720,8 +721,6 @@ def judge_pairwise_score(
 # Registry and verl adapters
 # --------------------------------------------------------------------------------------------------
 
-# Keyword arguments verl's reward managers add on their own (see judge_rl.rewards.VERL_KWARGS).
-VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from typing import Any, Callable, Mapping, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.backends.verl.export import write_rl_parquet
+from judge_rl.policy.reward_outcomes import OUTCOMES_ENV, OUTCOMES_FILE
 from judge_rl.backends.verl.launch import (
     EXTRA_FORWARDED_ENV,
     experiment_name,
@@ -268,12 +269,14 @@ def policy_verl_config(
 
 
 def policy_launch_env(job: PolicyJobConfig, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """launch.launch_env, plus the judge key's variable NAME in EXTRA_FORWARDED_ENV so the entry process forwards
-    its value to Ray's workers in memory."""
+    """launch.launch_env, plus, for a judge-graded reward, the judge key's variable NAME and where the reward
+    workers write each sample's outcome (reward_outcomes.py) in EXTRA_FORWARDED_ENV, so the entry process
+    forwards their values to Ray's workers in memory."""
     env = launch_env(job, run_dir, environ)  # type: ignore[arg-type]
     if needs_judge(job):
+        env[OUTCOMES_ENV] = str((Path(run_dir) / "verl" / OUTCOMES_FILE).resolve())
         names = [n for n in env.get(EXTRA_FORWARDED_ENV, "").split(",") if n]
-        env[EXTRA_FORWARDED_ENV] = ",".join(dict.fromkeys([*names, job.judge.api_key_env]))
+        env[EXTRA_FORWARDED_ENV] = ",".join(dict.fromkeys([*names, job.judge.api_key_env, OUTCOMES_ENV]))
     return env
 
 

@@ -47,7 +47,8 @@ from typing import Any, Mapping
 
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
-from judge_rl.policy.rewards import VERL_KWARGS, ground_truth_mapping, plain, rule_compute_score  # noqa: F401  (verl's name for policy_reward=rule)
+from judge_rl.rewards import VERL_KWARGS
+from judge_rl.policy.rewards import ground_truth_mapping, plain, rule_compute_score  # noqa: F401  (verl's name for policy_reward=rule)
 
 REWARD_PREFIX, JUDGE_PREFIX = "reward_", "judge_"
 # RewardJudgeConfig fields the client reads (judge_model and judge_base_url are resolved at launch)
@@ -89,6 +90,12 @@ def _cache() -> dict[str, Any]:
     import judge_rl.policy.verl_reward as canonical
 
     return canonical._GRADERS
+
+
+def process_graders() -> list[Any]:
+    """Every `Grader` this process has built (their telemetry counts the process's judge calls)."""
+    with _LOCK:
+        return list(_cache().values())
 
 
 def grader_for(kwargs: Mapping[str, Any]):

@@ -31,8 +31,10 @@ caps the samples graded at once per reward worker (`reward.max_concurrent`) and 
    (`trainer.v1.sampler.sync_refill_failed_groups=true` would replace it with a fresh prompt; not set).
    mode=drop_group has no verl counterpart (a group left with fewer than min_group_size graded samples cannot be
    dropped): the translation refuses it. In validation a failed sample is likewise absent from the reward means.
-3. Counts. Each process counts its samples and failures per reason (`failure_counts()`), and logs one line per
-   failure with the running counts and the commonest reason.
+3. Counts. Each process counts its samples and failures per reason (`failure_counts()`), logs one line per
+   failure with the running counts and the commonest reason, and appends each sample's outcome and its judge
+   calls so far to the run's outcomes file (judge_rl/policy/reward_outcomes.py), which the policy job reads back
+   into its summary: verl's own metrics never see a dropped sample.
 
 Not possible from a reward manager in verl 0.9.1 (verified in its source):
 - Seeing a group. With no reward model (`reward.reward_model.enable=false`) verl streams rewards: the agent loop
@@ -59,7 +61,9 @@ from typing import Any
 from verl.experimental.reward_loop.reward_manager.limited import RateLimitedRewardManager
 
 from judge_rl.servers.client import redact_url
+from judge_rl.policy.reward_outcomes import judge_totals, record_outcome
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, POLICY_REWARDS
+from judge_rl.policy.verl_reward import process_graders
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +135,7 @@ class JudgeRewardManager(RateLimitedRewardManager):
                 samples, failures = self._counts["samples"], self._counts["failures"]
                 reasons = Counter({k[len("failures/"):]: v for k, v in self._counts.items() if k.startswith("failures/")})
                 commonest, n = reasons.most_common(1)[0]
+        record_outcome(reason is not None, reason, judge_totals([g.telemetry.summary() for g in process_graders()]))
         if reason is not None:
             logger.warning(f"judge_rl: judge at {self.endpoint} failed: {reason} ({failures} of {samples} samples in "
                            f"this reward worker; commonest: {commonest} ({n}))")  # fmt: skip

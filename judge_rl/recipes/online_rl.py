@@ -13,12 +13,34 @@ from pathlib import Path
 from typing import Any
 
 from judge_rl.backends import BACKENDS
+from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
 from judge_rl.backends.local.loop import latest_checkpoint
-from judge_rl.config import AlgorithmConfig, JobConfig, validate_online_rl
+from judge_rl.config import JobConfig, check_ranges
+from judge_rl.prompts import get_prompt
 from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import compare, evaluate, live_evaluator, report, setup, sft_init
 from judge_rl.reports.console import console
 from judge_rl.reports.summary import reward_curve
+from judge_rl.rewards import build_reward
+
+
+def validate_online_rl(job: JobConfig) -> None:
+    """The online RL recipe's checks: its `algorithm.*` (ranges, group shapes verl's estimators need, critic and
+    KL: backends/algorithm.py, shared with the policy job), and what a judge's reward asks of the groups."""
+    check_ranges(job, RL_RANGES)
+    reward = build_reward(job.reward.name, **job.reward.weights)
+    a = job.algorithm
+    if (getattr(reward, "both_orders", False) or a.group_both_orders) and (a.rollout_n < 2 or a.rollout_n % 2):
+        why = f"reward={job.reward.name}" if getattr(reward, "both_orders", False) else "algorithm.group_both_orders=true"
+        raise ValueError(
+            f"{why} rolls out both orders of a pair, half the samples each: "
+            f"algorithm.rollout_n={a.rollout_n} must be even and >= 2"
+        )
+    if a.group_both_orders:
+        if get_prompt(reward.prompt).kind != "pairwise":
+            raise ValueError(f"algorithm.group_both_orders=true needs a pairwise judge; reward={job.reward.name} judges "
+                             f"one response at a time ({reward.prompt})")
+    check_online_algorithm(a, job.trainer.prompts_per_step)
 
 
 @register_recipe("online_rl", config=AlgorithmConfig, validate=validate_online_rl)

@@ -22,7 +22,7 @@ from judge_rl.config import JobConfig
 from judge_rl.data import load_dataset_pairs
 from judge_rl.data.loaders import is_missing_local_file
 from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions, pointwise_items
-from judge_rl.evaluation.app import load_benchmark_config
+from judge_rl.config.paths import load_benchmark_config
 from judge_rl.evaluation.benchmarks import get_benchmark
 from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, evaluate_pairs, read_records
 from judge_rl.evaluation.metrics import consistent_by_pair, paired_bootstrap

@@ -108,7 +108,7 @@ def judge_model_config(judge_cfg):
     """The ModelConfig of the judge: `judge.model` (a conf/model name or YAML path), or, with only
     `judge.checkpoint` set, that directory as a local model (its own tokenizer)."""
     if judge_cfg.model is not None:
-        return load_model_config(judge_cfg.model)
+        return load_model_config(judge_cfg.model, "judge.model")
     if judge_cfg.checkpoint is None:
         raise ValueError(f"judge.engine={judge_cfg.engine} serves a model: set judge.model or judge.checkpoint")
     from judge_rl.config import ModelConfig

@@ -388,22 +388,13 @@ def _make_handler(server: ChatCompletionServer):
     return Handler
 
 
-def load_model_config(name: str):
-    """A ModelConfig from conf/model/<name>.yaml, or from a YAML file path."""
-    from pathlib import Path
-
-    from omegaconf import OmegaConf
-
+def load_model_config(name: str, key: str = "model"):
+    """A ModelConfig from conf/model/<name>.yaml, or from a YAML file path; an unknown name is a ValueError naming
+    `key` and the known models."""
     from judge_rl.config import ModelConfig
+    from judge_rl.config.paths import load_group_file
 
-    path = Path(name)
-    if not path.suffix:
-        path = Path(__file__).resolve().parents[2] / "conf" / "model" / f"{name}.yaml"
-    if not path.exists():
-        known = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "conf" / "model").glob("*.yaml"))
-        raise SystemExit(f"unknown model {name!r}; known: {', '.join(known)} (or a path to a YAML file)")
-    merged = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path))
-    return OmegaConf.to_object(merged)
+    return load_group_file("model", name, ModelConfig, key)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -422,7 +413,10 @@ def main(argv: list[str] | None = None) -> None:
 
     from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
 
-    cfg = load_model_config(args.model)
+    try:
+        cfg = load_model_config(args.model, "--model")
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     tokenizer = load_tokenizer(cfg, args.cache_dir)
     model = load_model(cfg, args.cache_dir, resolve_device(args.device), checkpoint=args.checkpoint, seed=args.seed)
     server = ChatCompletionServer(model, tokenizer, args.served_model_name or cfg.name, args.port,

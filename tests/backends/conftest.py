@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import CACHE_DIR, compose_config
 
-from judge_rl.config import JobConfig, ModelConfig, to_job_config
+from judge_rl.config import JobConfig, ModelConfig
+from judge_rl.jobs.train import to_job_config
 
 # hub configs need no GGUF conversion; verl only reads the name unless a critic is built (PPO), whose
 # config verl builds from the checkpoint itself, so PPO uses the embedded model's converted copy

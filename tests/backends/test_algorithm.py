@@ -9,7 +9,7 @@ import pytest
 from conftest import online_algorithms, CONF_DIR
 
 from judge_rl.backends.algorithm import ACTOR, actor_config, section, verl_algo_config, verl_algorithm_keys
-from judge_rl.config import AlgorithmConfig
+from judge_rl.backends.algorithm import AlgorithmConfig
 
 ALGORITHMS = online_algorithms()
 

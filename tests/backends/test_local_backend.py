@@ -7,7 +7,8 @@ import pytest
 import torch
 from verl.trainer.ppo import core_algos
 
-from judge_rl.config import AlgorithmConfig, ModelConfig, TrainerConfig
+from judge_rl.backends.algorithm import AlgorithmConfig
+from judge_rl.config import ModelConfig, TrainerConfig
 from judge_rl.data.pairs import JudgeItem, PreferencePair
 from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.prompts import get_prompt
@@ -171,7 +172,7 @@ def test_both_order_groups_put_a_pairs_two_orders_in_one_group():
 
 def test_both_order_groups_are_refused_where_they_cannot_work():
     from conftest import compose_config
-    from judge_rl.config import to_job_config
+    from judge_rl.jobs.train import to_job_config
 
     with pytest.raises(ValueError, match="algorithm.group_both_orders=true rolls out both orders"):
         to_job_config(compose_config(["run_dir=/tmp/x", "algorithm.group_both_orders=true", "algorithm.rollout_n=3"]))

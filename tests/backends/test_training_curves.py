@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from judge_rl.app import run
-from judge_rl.config import to_job_config
+from judge_rl.jobs.train import run
+from judge_rl.jobs.train import to_job_config
 from judge_rl.backends.local.loop import eval_due, evaluate_live
 
 from conftest import TINY_RUN, compose_config

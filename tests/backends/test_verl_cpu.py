@@ -162,5 +162,9 @@ def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
     assert "the sample leaves the batch" in log and "Failed to deserialize exception" not in log
     results = json.loads((run_dir / "results.json").read_text())
     assert results["training"]["rl"]["steps"] == 2
+    # the dropped samples are counted from the reward workers' outcomes, not read as "0 failed" from verl's metrics
+    failures, judge = results["training"]["rl"]["judge_failure"], results["training"]["rl"]["judge"]
+    assert failures["samples"] >= 1 and failures["trained_samples"] >= 1 and sum(failures["reasons"].values()) == failures["samples"]
+    assert judge["calls"] >= failures["samples"] + failures["trained_samples"] and "verl reward workers" in failures["source"]
     assert set(results["evaluations"]) >= {"before", "after"}
     assert (run_dir / "rl_model" / "model.safetensors").is_file()

@@ -9,7 +9,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from judge_rl.app import run
+from judge_rl.jobs.train import run
 from judge_rl.backends.verl.entry import with_forwarded_env
 
 from conftest import CACHE_DIR, REPO_ROOT, compose_config

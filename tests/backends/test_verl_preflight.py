@@ -8,7 +8,7 @@ import os
 import pytest
 from omegaconf import OmegaConf
 
-from judge_rl.app import run
+from judge_rl.jobs.train import run
 from judge_rl.config import ArchConfig, ClusterConfig, LoggerConfig
 from judge_rl.backends.verl.entry import with_forwarded_env
 from judge_rl.backends.verl.launch import launch_env, read_verl_metrics

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import compose_config
 
-from judge_rl.app import run
-from judge_rl.config import to_job_config
+from judge_rl.jobs.train import run
+from judge_rl.jobs.train import to_job_config
 from judge_rl.data.strength_from import bin_strength, tercile_edges
 from judge_rl.recipes.stages import setup
 

@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf.errors import MissingMandatoryValue
 
 from judge_rl.config import ModelConfig
-from judge_rl.evaluation.app import run_eval
+from judge_rl.jobs.evaluate import run_eval
 from judge_rl.servers.http import ChatCompletionServer
 from judge_rl.evaluation.harness import ScoreWithheld
 from judge_rl.rundir import RunDirError

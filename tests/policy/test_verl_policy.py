@@ -106,11 +106,14 @@ def test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key(t
         assert SECRET.encode() not in path.read_bytes(), path
     # the key's variable NAME goes to the entry process, which forwards its value to Ray in memory only
     env = policy_launch_env(job, tmp_path)
-    assert env["JUDGE_RL_FORWARD_ENV"] == "OPENAI_API_KEY"
+    assert env["JUDGE_RL_FORWARD_ENV"] == "OPENAI_API_KEY,JUDGE_RL_REWARD_OUTCOMES"
     from judge_rl.backends.verl.entry import with_forwarded_env
 
     forwarded = with_forwarded_env(OmegaConf.create(OmegaConf.to_container(cfg)), env)
     assert forwarded.ray_kwargs.ray_init.runtime_env.env_vars.OPENAI_API_KEY == SECRET
+    # the reward workers write each sample's outcome where the job reads it back (reward_outcomes.py)
+    outcomes = forwarded.ray_kwargs.ray_init.runtime_env.env_vars.JUDGE_RL_REWARD_OUTCOMES
+    assert outcomes == str((tmp_path / "verl" / "reward_outcomes.jsonl").resolve())
     assert SECRET not in Path(out["verl_config"]).read_text()
 
 
@@ -319,11 +322,13 @@ def manager_for(job, server_url: str, compute_score, timeout: float = 30.0):
     return JudgeRewardManager(config, WordTokenizer(), compute_score)
 
 
-def test_the_reward_manager_passes_grades_and_drops_failed_samples(yesno_job):
+def test_the_reward_manager_passes_grades_and_drops_failed_samples(yesno_job, tmp_path, monkeypatch):
+    from judge_rl.policy.reward_outcomes import OUTCOMES_ENV, read_outcomes
     from judge_rl.policy.verl_reward_manager import JudgeRewardManager, JudgeSampleFailed
 
     truth = json.dumps(RUBRIC_PROMPT.to_dict())
     JudgeRewardManager.reset_counts()
+    monkeypatch.setenv(OUTCOMES_ENV, str(tmp_path / "outcomes.jsonl"))
     server = ScriptedServer(yesno_script({"CRIT-A": "yes", "CRIT-B": "yes", "CRIT-C": "no"}))
     try:
         manager = manager_for(yesno_job, server.base_url, reward_fn(yesno_job, server))
@@ -344,6 +349,11 @@ def test_the_reward_manager_passes_grades_and_drops_failed_samples(yesno_job):
         server.stop()
     counts = JudgeRewardManager.failure_counts()
     assert counts["samples"] == 2 and counts["failures"] == 1 and counts["failures/judge reply unparseable: empty reply"] == 1
+    # what the policy job reads back: verl's metrics never see the dropped sample
+    outcomes = read_outcomes(tmp_path / "outcomes.jsonl")
+    assert outcomes["samples"] == 2 and outcomes["failures"] == 1 and outcomes["rate"] == 0.5
+    assert outcomes["reasons"] == {unparseable("empty reply"): 1}
+    assert outcomes["judge"]["calls"] >= 6 and outcomes["judge"]["failures"] >= 1  # one call per criterion, 2 samples
 
 
 def test_verls_own_timeout_and_error_zeros_are_not_rewards(yesno_job):

@@ -14,8 +14,8 @@ import torch
 import yaml
 from conftest import CONF_DIR, compose_config
 
-from judge_rl.app import run
-from judge_rl.config import to_job_config
+from judge_rl.jobs.train import run
+from judge_rl.jobs.train import to_job_config
 from judge_rl.evaluation.harness import read_records
 from judge_rl.recipes import RECIPES
 from judge_rl.recipes.bt import bt_rows

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import CONF_DIR, compose_config
 
-from judge_rl.config import AlgorithmConfig, to_job_config
+from judge_rl.backends.algorithm import AlgorithmConfig
+from judge_rl.jobs.train import to_job_config
 from judge_rl.recipes import RECIPES
 
 ALGORITHMS = sorted(p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml"))

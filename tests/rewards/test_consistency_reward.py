@@ -42,7 +42,7 @@ def test_a_right_but_unpartnered_verdict_scores_as_a_wrong_one():
 
 
 def test_odd_rollout_n_is_refused_before_training():
-    from judge_rl.config import to_job_config
+    from judge_rl.jobs.train import to_job_config
 
     from conftest import compose_config
 

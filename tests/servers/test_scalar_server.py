@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 from judge_rl.config import ModelConfig
 from judge_rl.data.pairs import PointwiseItem, PreferencePair
-from judge_rl.evaluation.app import run_eval
+from judge_rl.jobs.evaluate import run_eval
 from judge_rl.models.loading import load_score_model, load_tokenizer, save_model
 from judge_rl.prompts import get_prompt
 from judge_rl.prompts.scalar import NOT_A_NUMBER

@@ -11,8 +11,9 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from conftest import CACHE_DIR, CONF_DIR
-from judge_rl.config import EVAL_NEUTRAL_KEYS, ModelConfig, ServerConfig, to_eval_config
-from judge_rl.evaluation.app import run_eval
+from judge_rl.config import EVAL_NEUTRAL_KEYS, ModelConfig, ServerConfig
+from judge_rl.jobs.evaluate import to_eval_config
+from judge_rl.jobs.evaluate import run_eval
 from judge_rl.evaluation.harness import read_records
 from judge_rl.servers import SERVERS, VLLMServer, build_server
 from judge_rl.servers.vllm import cpu_environment, model_dir, vllm_settings

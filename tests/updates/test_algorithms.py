@@ -12,8 +12,9 @@ import torch
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo import core_algos
 
-from judge_rl.app import run
-from judge_rl.config import AlgorithmConfig, KLControlConfig, to_job_config
+from judge_rl.jobs.train import run
+from judge_rl.backends.algorithm import AlgorithmConfig, KLControlConfig
+from judge_rl.jobs.train import to_job_config
 from judge_rl.rewards import register_reward
 from judge_rl.updates.batch import token_level_scores
 from judge_rl.backends.local.backend import apply_kl_penalty, compute_advantages

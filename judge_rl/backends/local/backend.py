@@ -20,8 +20,8 @@ import torch
 import verl.utils.torch_functional as verl_F
 from verl.trainer.ppo import core_algos
 
-from judge_rl.backends.algorithm import ACTOR, actor_config, verl_algo_config, verl_algorithm_keys
-from judge_rl.config import AlgorithmConfig, TrainerConfig
+from judge_rl.backends.algorithm import ACTOR, AlgorithmConfig, actor_config, verl_algo_config, verl_algorithm_keys
+from judge_rl.config import TrainerConfig
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.reports.judge_metrics import verdict_metrics
 from judge_rl.rollouts import encode_chat, sample_generate

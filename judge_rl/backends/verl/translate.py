@@ -84,7 +84,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from judge_rl.backends.algorithm import verl_algorithm_keys
+from judge_rl.backends.algorithm import check_critic, verl_algorithm_keys
 from judge_rl.config import JobConfig, dotted_leaves
 from judge_rl.models.arch import model_arch
 
@@ -497,11 +497,10 @@ def verl_config(
     if reward_kwargs is None:
         _check_reward(job)
         reward_kwargs = {"reward_name": job.reward.name, **job.reward.weights}
-    if (job.algorithm.adv_estimator == "gae") != job.algorithm.critic.enabled:
-        raise VerlTranslationError(
-            f"algorithm.adv_estimator={job.algorithm.adv_estimator} with critic.enabled={job.algorithm.critic.enabled}:"
-            " GAE needs a critic and only GAE uses one"
-        )
+    try:
+        check_critic(job.algorithm)
+    except ValueError as e:
+        raise VerlTranslationError(str(e)) from None
     reward_file = Path(reward_module).expanduser().resolve()
     if not reward_file.is_file():
         raise VerlTranslationError(f"reward_module={reward_module}: no such file")

@@ -1,7 +1,7 @@
 """`python -m judge_rl.eval`: evaluate one judge on one benchmark, scored as the benchmark's authors do.
 
 `run_eval(cfg)` is a plain function of a composed config (conf/evaluate.yaml) that returns the run's
-summary; the Hydra entry point (judge_rl/eval.py) and the tests both call it. The judge is a judge_rl
+summary; the Hydra entry point (`python -m judge_rl.eval`, judge_rl/eval.py) and the tests both call it. The judge is a judge_rl
 model (conf/model, optionally with trained weights from `judge.checkpoint`) run by the `hf` or `vllm`
 server, or any OpenAI-compatible endpoint (`server=openai server.base_url=...`). Re-running with the
 same `run_dir` resumes: finished judgments are reused, not asked again (the run directory is claimed
@@ -15,11 +15,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from judge_rl.config import EVAL_NEUTRAL_KEYS, BenchmarkConfig, to_eval_config
-from judge_rl.evaluation.benchmarks import get_benchmark
-from judge_rl.servers import build_server
+from judge_rl.config import EVAL_NEUTRAL_KEYS, EVAL_RANGES, EvalJobConfig, check_ranges, typed_config, validate_model
+from judge_rl.evaluation.benchmarks import BENCHMARKS, get_benchmark
+from judge_rl.servers import SERVERS, build_server
 from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, read_records
 from judge_rl.prompts import get_prompt
 from judge_rl.reports.benchmarks import print_benchmark_summary
@@ -29,19 +29,35 @@ from judge_rl.reports.schema import entry_scalars, evaluation_entry, new_results
 from judge_rl.rundir import claim_run_dir
 from judge_rl.rewards import build_reward
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+def to_eval_config(cfg: DictConfig) -> EvalJobConfig:
+    """Resolve and type-check the eval app's config; refuse what cannot work before a model loads."""
+    job: EvalJobConfig = typed_config(cfg, EvalJobConfig)
+    validate_eval(job)
+    return job
 
 
-def load_benchmark_config(name: str, **overrides: Any) -> BenchmarkConfig:
-    """conf/benchmark/<name>.yaml as a typed config (the main job names benchmarks this way)."""
-    path = CONF_DIR / "benchmark" / f"{name}.yaml"
-    if not path.exists():
-        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ValueError(f"eval.benchmarks: unknown benchmark {name!r}; known: {', '.join(known)}")
-    option = OmegaConf.load(path)
-    option.pop("defaults", None)  # its Hydra defaults list names the same schema merged here
-    merged = OmegaConf.merge(OmegaConf.structured(BenchmarkConfig), option, overrides)
-    return OmegaConf.to_object(merged)
+def validate_eval(job: EvalJobConfig) -> None:
+    """The eval app's combinations: a known benchmark kind, server, reward and prompt, a scalar server only with a
+    Bradley-Terry judge, ranges, and the judge's weights."""
+    if job.benchmark.kind not in BENCHMARKS:
+        raise ValueError(f"benchmark.kind={job.benchmark.kind!r}: known: {', '.join(BENCHMARKS.names())}")
+    if job.server.name not in SERVERS:
+        raise ValueError(f"server.name={job.server.name!r}: known: {', '.join(SERVERS.names())}")
+    if job.benchmark.on_error not in ("raise", "skip"):
+        raise ValueError(f"benchmark.on_error={job.benchmark.on_error!r}: expected raise or skip")
+    if job.server.name == "openai" and not job.server.base_url:
+        raise ValueError("server=openai needs server.base_url (e.g. server.base_url=http://127.0.0.1:8000/v1)")
+    if (job.server.name == "scalar") != (job.judge.prompt == "scalar"):
+        raise ValueError("a Bradley-Terry judge is server=scalar with judge.prompt=scalar (one without the other cannot work)")
+    if job.server.name == "scalar" and job.judge.checkpoint is None:
+        raise ValueError("server=scalar needs judge.checkpoint=<a reward model directory, e.g. <bt run_dir>/bt_model>")
+    check_ranges(job, EVAL_RANGES)
+    validate_model(job.model, job.judge.checkpoint)
+    if job.server.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"server.device={job.server.device!r}: expected auto, cpu or cuda")
+    build_reward(job.reward.name, **job.reward.weights)
+    if job.judge.prompt is not None:
+        get_prompt(job.judge.prompt)  # an unknown prompt fails here, with the known ones
 
 
 def run_eval(cfg: DictConfig) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""The command line shared by judge_rl's Hydra apps (`python -m judge_rl`, `python -m judge_rl.eval`).
+"""The one app shell of judge_rl's Hydra apps: `python -m judge_rl` (jobs/train.py), `python -m judge_rl.eval`
+(jobs/evaluate.py), `python -m judge_rl.policy` (policy/job.py), `python -m judge_rl.curate` (curate/).
+
+    hydra_app("evaluate", run_eval)     # an entry module's whole body: conf/ found once (config/paths.py)
 
 - A failure prints one line, `judge_rl: error: <Type>: <message>`, and exits 1; Hydra's traceback is
   kept for `HYDRA_FULL_ERROR=1`.
@@ -7,6 +10,7 @@
 - In a multirun, a failing point does not stop or hide the others: its error goes into its own
   directory, the sweep goes on, and it ends (`SweepReport`, a Hydra callback in conf/*.yaml) with the
   list of points that did not finish and their one-line reasons, and exit code 1.
+- `--dry-run` is sugar for the override `dry_run=true`.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from judge_rl.config.paths import CONF_DIR, set_repo_root_env
 from judge_rl.rundir import STATUS_FILE, one_line, read_status, write_status
 from judge_rl.reports.logging import hydra_context
 from judge_rl.reports.schema import hydra_overrides
@@ -66,6 +72,14 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
             sys.exit(1)
 
     return task
+
+
+def hydra_app(config_name: str, run_fn: Callable[[DictConfig], Any]) -> None:
+    """Run `run_fn` as the Hydra app of conf/<config_name>.yaml on this process's command line (see the module
+    docstring)."""
+    set_repo_root_env()
+    sys.argv = [sys.argv[0], *flags_to_overrides(sys.argv[1:])]
+    hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=config_name)(hydra_task(run_fn))()
 
 
 def write_sweep_report(config: DictConfig, sweep_dir: Path) -> None:

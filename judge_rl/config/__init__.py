@@ -1,0 +1,45 @@
+"""judge_rl's configuration, the bottom floor of the package: it imports no other judge_rl package but `models.dirs`.
+
+    schema   the dataclasses behind conf/ (JobBase, JobConfig, EvalJobConfig, ModelConfig, JudgeClientConfig, ...)
+    checks   checks that need no registry: typed_config, check_ranges, validate_model
+    paths    where conf/ is, and one config file of a group read and typed (load_group_file)
+
+The checks that consult registries (recipes, rewards, benchmarks, servers) sit above them: judge_rl/jobs/.
+"""
+
+from judge_rl.config.checks import (  # noqa: F401
+    EVAL_RANGES,
+    JOB_RANGES,
+    MODEL_RANGES,
+    MODEL_SOURCES,
+    check_ranges,
+    typed_config,
+    validate_model,
+)
+from judge_rl.config.schema import (  # noqa: F401
+    ArchConfig,
+    BenchmarkConfig,
+    ClusterConfig,
+    DataConfig,
+    DatasetSpec,
+    EVAL_NEUTRAL_KEYS,
+    EvalConfig,
+    EvalJobConfig,
+    EvalScoringConfig,
+    JobBase,
+    JobConfig,
+    JudgeClientConfig,
+    JudgeConfig,
+    LoggerConfig,
+    ModelConfig,
+    NEUTRAL_KEYS,
+    ReportConfig,
+    RewardConfig,
+    SFTConfig,
+    STAGES,
+    ServerConfig,
+    TinyModelConfig,
+    TrainerConfig,
+    dotted_leaves,
+    register_schemas,
+)

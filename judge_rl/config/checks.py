@@ -1,0 +1,103 @@
+"""Checks of a typed config that need no registry: types and unknown keys (`typed_config`), numeric ranges
+(`check_ranges`), and where a model's weights are (`validate_model`). The checks that consult a registry
+(recipes, rewards, benchmarks, servers, loaders) sit above them, in judge_rl/jobs/ and each recipe."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+from judge_rl.config.schema import ModelConfig
+from judge_rl.models.dirs import looks_local, require_model_dir
+
+
+def typed_config(cfg: DictConfig, schema: type):
+    """Resolve a composed config and merge it onto its dataclass: unknown keys and wrong types raise with
+    the key's full name."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), plain))
+
+
+# Numeric fields and the values they accept ("op bound", or an interval "[a, b]" / "(a, b]"); None, where
+# a field is Optional, means "not set" and passes. Checked before any model loads, with the key named.
+MODEL_RANGES = {"model.max_prompt_length": ">= 1"}
+JOB_RANGES = {
+    **MODEL_RANGES,
+    "trainer.total_steps": ">= 1",
+    "trainer.prompts_per_step": ">= 1",
+    "trainer.max_new_tokens": ">= 1",
+    "trainer.save_every": ">= 1",
+    "trainer.keep_checkpoints": ">= 0",
+    "trainer.eval_every": ">= 0",
+    "trainer.eval_subset": ">= 1",
+    "trainer.temperature": "> 0",
+    "trainer.top_p": "(0, 1]",
+    "sft.num_examples": ">= 1",
+    "sft.epochs": ">= 1",
+    "sft.lr": "> 0",
+    "sft.batch_size": ">= 1",
+    "sft.warmup_ratio": "[0, 1]",
+    "sft.max_length": ">= 1",
+    "eval.batch_size": ">= 1",
+    "eval.max_new_tokens": ">= 1",
+    "eval.limit": ">= 1",
+    "eval.benchmark_limit": ">= 1",
+    "eval.max_server_failure_rate": "[0, 1]",
+    "cluster.threads": ">= 1",
+    "cluster.n_gpus_per_node": ">= 1",
+    "cluster.nnodes": ">= 1",
+    "cluster.rollout_tp": ">= 1",
+}
+EVAL_RANGES = {
+    **MODEL_RANGES,
+    "benchmark.limit": ">= 1",
+    "eval.max_server_failure_rate": "[0, 1]",
+    "server.max_new_tokens": ">= 1",
+    "server.chunk_size": ">= 1",
+    "server.batch_size": ">= 1",
+    "server.concurrency": ">= 1",
+    "server.timeout_s": "> 0",
+    "server.max_retries": ">= 0",
+    "server.backoff_s": ">= 0",
+    "server.tensor_parallel_size": ">= 1",
+    "server.gpu_memory_utilization": "(0, 1]",
+    "server.max_model_len": ">= 1",
+}
+
+
+def _accepts(value: float, rule: str) -> bool:
+    rule = rule.strip()
+    if rule[0] in "[(":
+        lo, hi = (float(x) for x in rule[1:-1].split(","))
+        above = value >= lo if rule[0] == "[" else value > lo
+        below = value <= hi if rule[-1] == "]" else value < hi
+        return above and below
+    op, bound = rule.split()
+    return {">=": value >= float(bound), ">": value > float(bound)}[op]
+
+
+def check_ranges(job: Any, ranges: dict[str, str]) -> None:
+    """Refuse a numeric field outside its range, naming the key: `trainer.save_every=0: expected >= 1`."""
+    for key, rule in ranges.items():
+        value = job
+        for part in key.split("."):
+            value = getattr(value, part)
+        if value is not None and not _accepts(value, rule):
+            raise ValueError(f"{key}={value}: expected {rule}")
+
+
+MODEL_SOURCES = ("gguf_package", "hub", "local", "tiny_random")
+
+
+def validate_model(model: ModelConfig, checkpoint: Optional[str] = None, checkpoint_key: str = "judge.checkpoint") -> None:
+    """The judge's weights can be found: a known source, an existing directory where one is named."""
+    if model.source not in MODEL_SOURCES:
+        raise ValueError(f"model.source={model.source!r}: expected one of {', '.join(MODEL_SOURCES)}")
+    if model.dtype not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"model.dtype={model.dtype!r}: expected float32, bfloat16 or float16")
+    if model.source == "local" or (model.source == "hub" and looks_local(model.path)):
+        require_model_dir(model.path, "model.path")
+    if checkpoint is not None:
+        require_model_dir(checkpoint, checkpoint_key)

@@ -1,0 +1,117 @@
+"""The main job: a composed config -> its training recipe -> results.
+
+`run(cfg)` is a plain function of a composed config that returns the run's results document; the Hydra
+entry point (`python -m judge_rl`, judge_rl/__main__.py) and the tests both call it. `to_job_config(cfg)` types
+and checks the config before any model loads: the keys every recipe reads here, then the recipe's own checks. `algorithm.recipe` picks the recipe
+(judge_rl/recipes/: online_rl for GRPO, PPO, REINFORCE++, RLOO, ...), which runs its stages top to bottom
+in the claimed run directory. Every stage writes into the run directory as it goes, and re-running with
+the same `run_dir` picks up where a crash left off: the SFT init is cached, RL resumes from its last
+checkpoint, and evaluations skip items already judged.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, field, make_dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from judge_rl.config import JOB_RANGES, NEUTRAL_KEYS, STAGES, JobConfig, check_ranges, typed_config, validate_model
+from judge_rl.data.loaders import check_loader_kwargs
+from judge_rl.models.dirs import require_model_dir
+from judge_rl.recipes import RECIPES
+from judge_rl.reports.console import console
+from judge_rl.rewards import build_reward
+from judge_rl.rundir import claim_run_dir
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    job = to_job_config(cfg)
+    with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=NEUTRAL_KEYS, console=console) as run_dir:
+        return run_job(job, run_dir)
+
+
+def run_job(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+    """A validated config in a claimed run directory: its recipe, or (verl backend, `--dry-run`) the verl
+    command and config it would launch."""
+    if job.dry_run:
+        from judge_rl.backends.verl.launch import dry_run
+
+        return dry_run(job, run_dir)
+    return RECIPES.get(job.algorithm.recipe).run(job, run_dir)
+
+
+def to_job_config(cfg: DictConfig) -> JobConfig:
+    """Resolve and type-check a composed config; unknown keys and wrong types raise with the key name. The
+    `algorithm` node is typed by its recipe's config dataclass (`algorithm.recipe`, judge_rl/recipes/)."""
+    recipe = OmegaConf.select(cfg, "algorithm.recipe", default="online_rl")
+    _refuse_verl_for_offline(recipe, OmegaConf.select(cfg, "cluster.backend", default="local"), cfg.algorithm.get("name"))
+    job: JobConfig = typed_config(cfg, job_schema(recipe))
+    validate(job)
+    return job
+
+
+def _refuse_verl_for_offline(recipe: str, backend: str, name: str | None) -> None:
+    """Checked before typing: a verl cluster option sets online-RL batch keys an offline method does not have, so
+    the typed merge would otherwise fail on those keys instead of saying what is wrong."""
+    if backend == "verl" and recipe != "online_rl":
+        raise ValueError(f"cluster.backend=verl runs online RL; algorithm={name} (recipe {recipe}) trains in one process "
+                         "with TRL: use cluster=local (cluster.device=cuda on a GPU; scripts/gpu_thinkj_tables.sh)")
+
+
+def get_recipe(name: str):
+    """The registered training recipe `name`; an unknown one fails naming the key and the known recipes."""
+    try:
+        return RECIPES.get(name)
+    except KeyError as e:
+        raise ValueError(f"algorithm.recipe={name!r}: {e.args[0]}") from None
+
+
+def job_schema(recipe_name: str) -> type:
+    """JobConfig with its `algorithm` field typed by the recipe's config."""
+    return _job_schema(get_recipe(recipe_name).config)
+
+
+@functools.cache
+def _job_schema(algorithm_cls: type) -> type:
+    return make_dataclass(
+        f"JobConfig_{algorithm_cls.__name__}",
+        [("algorithm", algorithm_cls, field(default_factory=algorithm_cls))],
+        bases=(JobConfig,),
+    )
+
+
+
+def validate(job: JobConfig) -> None:
+    """Refuse combinations that cannot work, before any model is loaded: the keys every recipe reads here, then
+    the recipe's own checks (`Recipe.validate`)."""
+    unknown = [s for s in job.stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"stages: unknown stage(s) {unknown}; known: {list(STAGES)}")
+    check_ranges(job, JOB_RANGES)
+    validate_model(job.model)
+    for split in ("train", "eval"):
+        spec = getattr(job.data, split)
+        check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")
+    if job.sft.data is not None:
+        check_loader_kwargs(job.sft.data.loader, dict(job.sft.data.kwargs), "sft.data")
+    if job.data.strength_from is not None:
+        require_model_dir(job.data.strength_from, "data.strength_from")
+        if not (Path(job.data.strength_from).expanduser() / "bt_metrics.json").exists():
+            raise ValueError(f"data.strength_from={job.data.strength_from}: not a Bradley-Terry model written by algorithm=bt "
+                             "(no bt_metrics.json)")
+    build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
+    a = job.algorithm
+    recipe = get_recipe(a.recipe)
+    if not isinstance(a, recipe.config):
+        raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
+    if job.cluster.backend not in ("local", "verl"):
+        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
+    if job.dry_run and job.cluster.backend != "verl":
+        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
+    if job.cluster.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
+    if recipe.validate is not None:
+        recipe.validate(job)
