@@ -7,7 +7,8 @@ instead of a bare KeyError deep inside training.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Generic, Sequence, TypeVar
+import pkgutil
+from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -49,3 +50,10 @@ class Registry(Generic[T]):
     def __contains__(self, name: str) -> bool:
         self._load()
         return name in self._entries
+
+
+def package_modules(package: str, path: Iterable[str], skip: Sequence[str] = ()) -> list[str]:
+    """Every module of a package (names only: nothing is imported), but `skip` and those starting with "_": the
+    `modules` of a registry whose entries are one module each, so adding an entry is adding a module."""
+    return sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(list(path))
+                  if not m.name.startswith("_") and m.name not in skip)  # fmt: skip

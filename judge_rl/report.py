@@ -13,7 +13,7 @@ titled with the paper, its model and scale.
 It writes `report.md`, `report.csv` and `report.png` (one bar per point and chosen chart metric) into
 the sweep directory (`--out` elsewhere), and with `--wandb` logs the table as a `wandb.Table` to the
 sweep's W&B group. `--wandb-report` also builds a W&B Report (the `wandb-workspaces` package; needs a
-WANDB_API_KEY and the network). A Hydra callback (judge_rl/cli.py `SweepReport`) runs it when a
+WANDB_API_KEY and the network). A Hydra callback (judge_rl/jobs/shell.py `SweepReport`) runs it when a
 multirun ends.
 """
 

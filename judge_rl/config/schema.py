@@ -178,6 +178,11 @@ class JudgeClientConfig:
     max_retries: int = 3  # bounded retries with exponential backoff
     backoff_s: float = 1.0
 
+    def client_kwargs(self) -> dict[str, Any]:
+        """The settings every judge client takes (judge_rl.servers.client.AsyncJudgeClient's keyword arguments)."""
+        return {"api_key_env": self.api_key_env, "concurrency": self.concurrency, "timeout_s": self.timeout_s,
+                "max_retries": self.max_retries, "backoff_s": self.backoff_s}  # fmt: skip
+
 
 @dataclass
 class ServerConfig(JudgeClientConfig):

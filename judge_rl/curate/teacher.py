@@ -67,9 +67,7 @@ class Teacher:
                 from judge_rl.servers import OpenAIServer
 
                 s = self.acc.server
-                self.server = OpenAIServer(base_url=s.base_url, model=s.served_model, api_key_env=s.api_key_env,
-                                           concurrency=s.concurrency, timeout_s=s.timeout_s,
-                                           max_retries=s.max_retries, backoff_s=s.backoff_s)
+                self.server = OpenAIServer(base_url=s.base_url, model=s.served_model, **s.client_kwargs())
             else:
                 from judge_rl.servers import build_server
 

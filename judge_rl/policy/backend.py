@@ -4,7 +4,7 @@ One step: `rollout_n` samples per prompt (the main job's sampler), every sample 
 (all judge calls of the step in flight together), then the update of `LocalBackend` (verl's core_algos:
 advantages, clipped loss, KL) on the samples that were graded.
 
-No silent zeros. A sample whose grading failed (judge_rl/policy/rewards.py) is never given a score:
+No silent zeros. A sample whose grading failed (judge_rl/policy/rewards/) is never given a score:
 
   mask        it leaves the batch: no advantage, no loss, not in the reward means. Its group's baseline
               comes from the samples that were graded.

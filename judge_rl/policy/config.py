@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from judge_rl.config import (
     JOB_RANGES,
     ClusterConfig,
+    JudgeClientConfig,
     LoggerConfig,
     ModelConfig,
     ReportConfig,
@@ -36,11 +37,11 @@ from judge_rl.config import (
     validate_model,
 )
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
+from judge_rl.policy.rewards import POLICY_REWARDS
+from judge_rl.policy.sources import POLICY_SOURCES
 
 ENGINES = ("local", "openai", "vllm", "none")
-REWARD_NAMES = ("rule", "rubric", "verif", "judge_pairwise")
 FAILURE_MODES = ("mask", "drop_group")
-DATA_SOURCES = ("generated", "rubric_file", "verif_file")
 CRITERION_FORMATS = ("json", "yesno")
 
 
@@ -67,7 +68,7 @@ class PolicyRewardConfig:
 
 
 @dataclass
-class RewardJudgeConfig:
+class RewardJudgeConfig(JudgeClientConfig):
     """The judge that grades the policy and how it is reached (conf/judge/<name>.yaml).
 
     engine local: the job loads `model` (a conf/model name; `checkpoint`: trained weights, e.g. the main
@@ -82,14 +83,8 @@ class RewardJudgeConfig:
     engine: str = "local"  # local | openai | vllm | none
     model: Optional[str] = "smollm2-135m"  # local / vllm: a conf/model name or a model YAML path
     checkpoint: Optional[str] = None  # local / vllm: a saved model directory to serve instead
-    base_url: Optional[str] = None  # openai: required; vllm: a running server (null: start one)
-    served_model: Optional[str] = None  # the model id sent in requests (null: the model's name)
-    api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the key (only ever read there)
-    # client: concurrency cap, per-attempt timeout, bounded retries with exponential backoff, cache
-    concurrency: int = 8
-    timeout_s: float = 60.0
-    max_retries: int = 2
-    backoff_s: float = 0.5
+    # the client (JudgeClientConfig): base_url (openai: required; vllm: a running server, null: start one),
+    # served_model, api_key_env, concurrency, timeout_s, max_retries, backoff_s; and its cache
     cache_size: int = 100_000
     # generation
     max_tokens: int = 256
@@ -237,20 +232,17 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     check_ranges(job, POLICY_RANGES)
     validate_model(job.model)
     r, j, a = job.policy_reward, job.judge, job.algorithm
-    _choice(r.name, "policy_reward.name", REWARD_NAMES)
+    _choice(r.name, "policy_reward.name", tuple(POLICY_REWARDS.names()))  # judge_rl/policy/rewards/<name>.py
+    spec = POLICY_REWARDS.get(r.name)
     _choice(r.level, "policy_reward.level", ("instruction", "prompt"))
     _choice(r.batch_format, "policy_reward.batch_format", ("json", "lines"))
     _choice(r.criterion_format, "policy_reward.criterion_format", CRITERION_FORMATS)
     if r.clip is not None and (len(r.clip) != 2 or not r.clip[0] < r.clip[1]):
         raise ValueError(f"policy_reward.clip={r.clip}: expected [low, high] with low < high, or null")
-    if r.name == "judge_pairwise":
-        from judge_rl.prompts import get_prompt
-
-        if getattr(get_prompt(r.judge_prompt), "kind", None) != "pairwise":
-            raise ValueError(f"policy_reward.judge_prompt={r.judge_prompt!r} is not a pairwise judge prompt")
+    if spec.check is not None:
+        spec.check(r)
     _choice(j.engine, "judge.engine", ENGINES)
-    needs_judge = r.name != "rule"
-    if needs_judge and j.engine == "none":
+    if spec.needs_judge and j.engine == "none":
         raise ValueError(f"policy_reward={r.name} asks a judge; judge=none has none (use judge=embedded, trained, "
                          "openai or vllm, or policy_reward=rule)")
     if j.engine == "openai" and not j.base_url:
@@ -273,7 +265,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
         raise ValueError(f"judge_failure.min_group_size={job.judge_failure.min_group_size} exceeds algorithm.rollout_n="
                          f"{a.rollout_n}: every group would be dropped")
     d = job.policy_data
-    _choice(d.source, "policy_data.source", DATA_SOURCES)
+    _choice(d.source, "policy_data.source", tuple(POLICY_SOURCES.names()))
     if d.source != "generated" and not d.path:
         raise ValueError(f"policy_data.source={d.source} needs policy_data.path (a JSONL file)")
     if d.source != "generated" and not Path(d.path).expanduser().is_file():

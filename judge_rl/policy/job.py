@@ -37,7 +37,8 @@ import torch
 from omegaconf import DictConfig
 
 from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
-from judge_rl.policy.data import PolicyPrompt, generate_policy_prompts
+from judge_rl.policy.data import PolicyPrompt
+from judge_rl.policy.sources import load_policy_prompts
 from judge_rl.servers.client import JudgeFailureRateExceeded
 from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_entry, ifeval_gain, ifeval_metrics, ifeval_prompts
 from judge_rl.policy.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
@@ -53,33 +54,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ setup
-
-
-def load_policy_prompts(job: PolicyJobConfig) -> list[PolicyPrompt]:
-    """The training prompts, checked against what the reward needs (a one-line error naming the prompt)."""
-    d = job.policy_data
-    if d.source == "generated":
-        prompts = generate_policy_prompts(d.n_train, seed=d.seed, split="train", min_constraints=d.min_constraints,
-                                          max_constraints=d.max_constraints)  # fmt: skip
-    elif d.source == "rubric_file":
-        from judge_rl.policy.rubric_files import load_rubric_file
-
-        prompts = load_rubric_file(d.path, limit=d.limit)
-    else:
-        from judge_rl.policy.rubric_files import load_verif_file
-
-        prompts = load_verif_file(d.path, limit=d.limit)
-    if not prompts:
-        raise ValueError(f"policy_data={d.name}: no prompts")
-    name, where = job.policy_reward.name, f"policy_data={d.name}" + (f" ({d.path})" if d.path else "")
-    need = {"rule": ("instruction_id_list", "IFEval checkers"), "rubric": ("rubric", "a rubric"),
-            "judge_pairwise": ("reference", "a reference answer")}.get(name)  # fmt: skip
-    if need is not None:
-        lacking = [p.prompt_id for p in prompts if not getattr(p, need[0])]
-        if lacking:
-            raise ValueError(f"policy_reward={name} needs {need[1]} for every prompt; {where}: prompt {lacking[0]!r} "
-                             f"has none ({len(lacking)} of {len(prompts)} lack one)")
-    return prompts
 
 
 def fit_prompts(prompts: list[PolicyPrompt], tokenizer, max_len: int) -> list[PolicyPrompt]:

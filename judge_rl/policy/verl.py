@@ -39,7 +39,7 @@ Data (`export_policy_data`): one row per prompt, the columns verl's RLHFDataset 
   ability       "instruction_following"
   reward_model  {"style": "rule", "ground_truth": PolicyPrompt.to_dict() as JSON text}
   extra_info    {"index", "prompt_id", "reward_name", "split"}
-train: the job's training prompts (judge_rl.policy.job.load_policy_prompts: generated, or a rubric / VerIF file);
+train: the job's training prompts (judge_rl.policy.sources.load_policy_prompts: generated, or a rubric / VerIF file);
 val: for generated prompts, `VAL_PROMPTS` prompts of the generator's held-out split (disjoint base tasks); for a
 file, its first `VAL_PROMPTS` rows.
 
@@ -72,6 +72,8 @@ from judge_rl.backends.verl.translate import VerlTranslationError, verl_config
 from judge_rl.config import dotted_leaves
 from judge_rl.policy.config import PolicyJobConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
+from judge_rl.policy.rewards import POLICY_REWARDS
+from judge_rl.policy.sources import load_policy_prompts
 from judge_rl.reports.console import console
 
 ABILITY = "instruction_following"
@@ -112,8 +114,6 @@ def export_policy_data(job: PolicyJobConfig, out_dir: str | Path) -> dict[str, s
     """Write `train.parquet` and `val.parquet` for verl under `out_dir`; returns verl_config's `data_files`.
     Prompts over the policy's prompt budget are not dropped here: the translated config sets
     data.filter_overlong_prompts and verl drops them by token count."""
-    from judge_rl.policy.job import load_policy_prompts
-
     train = load_policy_prompts(job)
     out = Path(out_dir)
     files = {}
@@ -139,7 +139,7 @@ def read_policy_prompts(path: str | Path) -> list[PolicyPrompt]:
 
 
 def needs_judge(job: PolicyJobConfig) -> bool:
-    return job.policy_reward.name != "rule"
+    return POLICY_REWARDS.get(job.policy_reward.name).needs_judge
 
 
 def judge_model_name(judge: RewardJudgeConfig) -> str:

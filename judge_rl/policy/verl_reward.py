@@ -24,8 +24,8 @@ Arguments:
                 name is a TypeError (a misspelt setting must not be a silent default).
 
 policy_reward=rule uses `rule_compute_score` from this file instead (reward.custom_reward_function.name): it is
-`judge_rl.policy.rewards.rule_compute_score` (sync, no judge, never fails), re-exported here because verl loads
-the file without registering it as a module, and judge_rl/policy/rewards.py's dataclasses need their module
+`judge_rl.policy.rewards.rule.rule_compute_score` (sync, no judge, never fails), re-exported here because verl loads
+the file without registering it as a module, and judge_rl/policy/rewards/'s dataclasses need their module
 registered (`@dataclass` looks the module up in sys.modules).
 
 Returns `PolicyReward.to_verl_dict()`: {"score", "judge_failed", "failure_reason", **components}, the same keys
@@ -48,7 +48,8 @@ from typing import Any, Mapping
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.rewards import VERL_KWARGS
-from judge_rl.policy.rewards import ground_truth_mapping, plain, rule_compute_score  # noqa: F401  (verl's name for policy_reward=rule)
+from judge_rl.policy.rewards import POLICY_REWARDS, ground_truth_mapping, plain
+from judge_rl.policy.rewards.rule import rule_compute_score  # noqa: F401  (verl's name for policy_reward=rule)
 
 REWARD_PREFIX, JUDGE_PREFIX = "reward_", "judge_"
 # RewardJudgeConfig fields the client reads (judge_model and judge_base_url are resolved at launch)
@@ -76,7 +77,7 @@ def split_settings(kwargs: Mapping[str, Any]) -> tuple[PolicyRewardConfig, Rewar
         raise TypeError(f"judge_rl.policy.verl_reward.compute_score got unknown setting(s) {', '.join(unknown)}")
     reward = PolicyRewardConfig(**{k[len(REWARD_PREFIX):]: plain(v) for k, v in options.items()
                                    if k.startswith(REWARD_PREFIX)})  # fmt: skip
-    if reward.name == "rule":
+    if not POLICY_REWARDS.get(reward.name).needs_judge:
         return reward, None, None, None
     judge_values = {n: plain(options[f"{JUDGE_PREFIX}{n}"]) for n in JUDGE_CLIENT_FIELDS if f"{JUDGE_PREFIX}{n}" in options}
     base_url, model = options.get(f"{JUDGE_PREFIX}base_url"), options.get(f"{JUDGE_PREFIX}model")

@@ -75,6 +75,7 @@ from typing import Any, Mapping, Sequence
 import httpx
 
 from judge_rl.aio import retryable_status, run_sync
+from judge_rl.config import JudgeClientConfig
 
 from judge_rl.servers.failures import EMPTY_REPLY, JudgeFailure
 
@@ -166,11 +167,11 @@ class AsyncJudgeClient:
         self,
         base_url: str,
         model: str,
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-        timeout_s: float = 60,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
+        api_key_env: str = JudgeClientConfig.api_key_env,
+        concurrency: int = JudgeClientConfig.concurrency,
+        timeout_s: float = JudgeClientConfig.timeout_s,
+        max_retries: int = JudgeClientConfig.max_retries,
+        backoff_s: float = JudgeClientConfig.backoff_s,
         max_tokens: int = 512,
         temperature: float = 0.0,
         chat_template_kwargs: Mapping[str, Any] | None = None,

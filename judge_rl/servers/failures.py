@@ -1,6 +1,6 @@
 """Why a judge call gave no usable answer: `JudgeFailure` and its reasons, shared by the judge client
 (judge_rl/servers/client.py), which turns server problems into failures, and the reply parsers of the
-policy rewards (judge_rl/policy/rewards.py), which add the unparseable details. A failure is never a score.
+policy rewards (judge_rl/policy/rewards/), which add the unparseable details. A failure is never a score.
 
 Reasons (`FAILURE_KINDS`): "judge server error", "judge reply truncated", "judge reply unparseable: <detail>",
 "criteria missing from judge reply".

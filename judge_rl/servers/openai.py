@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 
+from judge_rl.config import JudgeClientConfig
 from judge_rl.servers.client import AsyncJudgeClient, JudgeReply, complete_many
 from judge_rl.servers import SERVERS, Completion, stable_hash
 
@@ -33,11 +34,11 @@ class OpenAIServer:
         self,
         base_url: str,
         model: str,
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-        timeout_s: float = 60.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
+        api_key_env: str = JudgeClientConfig.api_key_env,
+        concurrency: int = JudgeClientConfig.concurrency,
+        timeout_s: float = JudgeClientConfig.timeout_s,
+        max_retries: int = JudgeClientConfig.max_retries,
+        backoff_s: float = JudgeClientConfig.backoff_s,
         temperature: float = 0.0,
     ):
         # the client checks the parameters (one line naming each); this server keeps the cache
@@ -80,11 +81,7 @@ class OpenAIServer:
         return cls(
             base_url=server_cfg.base_url,
             model=server_cfg.served_model or model_cfg.name,
-            api_key_env=server_cfg.api_key_env,
-            concurrency=server_cfg.concurrency,
-            timeout_s=server_cfg.timeout_s,
-            max_retries=server_cfg.max_retries,
-            backoff_s=server_cfg.backoff_s,
+            **server_cfg.client_kwargs(),
         )
 
     def request_key(self, messages: list[dict], max_new_tokens: int) -> str:

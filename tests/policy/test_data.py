@@ -26,7 +26,7 @@ from judge_rl.policy.data import (
     task_split,
     tasks_for,
 )
-from judge_rl.policy.rewards import rule_score
+from judge_rl.policy.rewards.rule import rule_score
 
 TASK_BY_ID = {t.task_id: t for t in BASE_TASKS}
 

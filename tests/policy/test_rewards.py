@@ -16,37 +16,30 @@ from judge_rl.policy.rewards import (
     CRITERIA_MISSING,
     EMPTY_REPLY,
     NO_VERDICT,
-    SEVERAL_VERDICTS,
-    UNCLOSED_THINK,
     JUDGE_SERVER_ERROR,
     JUDGE_TRUNCATED,
-    PAIRWISE_COMPONENTS,
     POLICY_REWARDS,
-    RUBRIC_COMPONENTS,
-    RULE_COMPONENTS,
-    VERIF_COMPONENTS,
     JudgeFailure,
     PolicyReward,
-    collect_criterion_verdicts,
     compute_score,
-    criterion_grading_messages,
     failure_kind,
-    judge_pairwise_score,
-    pairwise_judge_messages,
+    strip_think,
+    unparseable,
+)
+from judge_rl.policy.rewards.base import SEVERAL_VERDICTS, UNCLOSED_THINK
+from judge_rl.policy.rewards.judge_pairwise import PAIRWISE_COMPONENTS, judge_pairwise_score, pairwise_judge_messages
+from judge_rl.policy.rewards.rubric import (
+    RUBRIC_COMPONENTS,
+    collect_criterion_verdicts,
+    criterion_grading_messages,
     parse_criterion_reply,
     parse_rubric_reply,
-    parse_verif_reply,
     rubric_grading_messages,
     rubric_reward,
     rubric_score,
-    rule_checks,
-    rule_compute_score,
-    rule_score,
-    strip_think,
-    unparseable,
-    verif_judge_messages,
-    verif_score,
 )
+from judge_rl.policy.rewards.rule import RULE_COMPONENTS, rule_checks, rule_compute_score, rule_score
+from judge_rl.policy.rewards.verif import VERIF_COMPONENTS, parse_verif_reply, verif_judge_messages, verif_score
 from judge_rl.prompts import get_prompt
 
 U = "judge reply unparseable: "
@@ -501,7 +494,7 @@ def test_rule_compute_score() -> None:
     ],
 )
 def test_yesno_reply_reads_the_one_word(reply, expected):
-    from judge_rl.policy.rewards import parse_yesno_reply
+    from judge_rl.policy.rewards.rubric import parse_yesno_reply
 
     assert parse_yesno_reply(reply) is expected
 
@@ -517,13 +510,13 @@ def test_yesno_reply_reads_the_one_word(reply, expected):
     ],
 )
 def test_yesno_reply_failures_are_never_a_no(reply, reason):
-    from judge_rl.policy.rewards import parse_yesno_reply
+    from judge_rl.policy.rewards.rubric import parse_yesno_reply
 
     assert parse_yesno_reply(reply).reason == reason
 
 
 def test_yesno_criterion_prompt_asks_for_one_word():
-    from judge_rl.policy.rewards import parse_criterion
+    from judge_rl.policy.rewards.rubric import parse_criterion
 
     prompt = generate_policy_prompts(1, seed=3)[0]
     user = criterion_grading_messages(prompt, "An answer.", prompt.rubric[0], fmt="yesno")[1]["content"]

@@ -139,7 +139,7 @@ def test_rule_reward_uses_the_sync_rule_adapter_and_verls_naive_manager(tmp_path
 
     job = compose_policy([*TINY, "policy_reward=rule", "judge=none"], tmp_path)
     cfg, files = translate(job, tmp_path, base_url=None)
-    from judge_rl.policy.rewards import rule_compute_score
+    from judge_rl.policy.rewards.rule import rule_compute_score
 
     assert cfg.reward.custom_reward_function.path == str(REPO_ROOT / "judge_rl" / "policy" / "verl_reward.py")
     assert cfg.reward.custom_reward_function.name == "rule_compute_score"
@@ -171,7 +171,7 @@ def test_exported_rows_round_trip_to_the_policy_prompts(tmp_path):
     import pyarrow.parquet as pq
 
     from judge_rl.policy.data import generate_policy_prompts
-    from judge_rl.policy.job import load_policy_prompts
+    from judge_rl.policy.sources import load_policy_prompts
 
     job = compose_policy(TINY, tmp_path)
     files = export_policy_data(job, tmp_path / "data")

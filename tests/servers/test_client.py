@@ -33,9 +33,9 @@ from judge_rl.policy.rewards import (
     JUDGE_TRUNCATED,
     NO_VERDICT,
     JudgeFailure,
-    parse_verif_reply,
     unparseable,
 )
+from judge_rl.policy.rewards.verif import parse_verif_reply
 
 SECRET = "sk-judge-test-5f0c1d2e3b4a69788796a5b4c3d2e1f0"
 KEY_ENV = "JUDGE_CLIENT_TEST_KEY"

@@ -13,7 +13,8 @@ import torch
 
 from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.servers.client import AsyncJudgeClient, JudgeTelemetry, complete_many
-from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, JudgeFailure, parse_yesno_reply
+from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, JudgeFailure
+from judge_rl.policy.rewards.rubric import parse_yesno_reply
 from judge_rl.servers.http import ChatCompletionServer, load_model_config
 
 from conftest import CACHE_DIR

@@ -22,12 +22,11 @@ can make a cycle.
 
 from __future__ import annotations
 
-import pkgutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
-from judge_rl.registry import Registry
+from judge_rl.registry import Registry, package_modules
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,7 @@ class Benchmark(ABC):
         """{"official": the authors' numbers, "harness": {"overall": ..., "by_subset": ...}}."""
 
 
-def _benchmark_modules() -> list[str]:
-    """Every module of this package (names only: nothing is imported here)."""
-    return sorted(f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
-
-
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", modules=_benchmark_modules())
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", modules=package_modules(__name__, __path__))
 
 
 def register_benchmark(kind: str):
