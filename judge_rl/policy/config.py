@@ -47,7 +47,7 @@ CRITERION_FORMATS = ("json", "yesno")
 
 @dataclass
 class PolicyRewardConfig:
-    """The policy's reward (judge_rl/policy/rewards.py has the exact definitions)."""
+    """The policy's reward (judge_rl/policy/rewards/<name>.py has the exact definitions)."""
 
     name: str = "rubric"  # rule | rubric | verif | judge_pairwise
     # rule: score = the fraction of IFEval instructions followed ("instruction") or all-or-nothing ("prompt")
@@ -108,7 +108,7 @@ class RewardJudgeConfig(JudgeClientConfig):
 
 @dataclass
 class JudgeFailurePolicy:
-    """What a judge failure does to training (never a score: judge_rl/policy/rewards.py)."""
+    """What a judge failure does to training (never a score: judge_rl/policy/rewards/)."""
 
     # mask: the failed sample leaves the batch (no advantage, no loss, not in reward means); its group's
     # advantages come from the samples that were graded. drop_group: as mask, and a group left with fewer
