@@ -1,4 +1,6 @@
-"""Backends: what trains a judge online. `cluster.backend` picks one; both read the same job config.
+"""Backends: what runs online RL. `cluster.backend` picks one by name (`BACKENDS.get(name)`); every job reaches
+them the same way, the main (judge) job from judge_rl/recipes/online_rl.py and the policy job from
+judge_rl/policy/job.py.
 
   local   judge_rl.backends.local   one process, CPU or one CUDA device; the step calls verl's own
                                     `core_algos` (advantages, policy loss, KL), so the math is verl's
@@ -7,13 +9,96 @@
                                     Hydra groups named model/algorithm/reward/data, and a same-named group
                                     would silently replace its files)
 
-A backend is a function `(job, init_model, train_items, messages_fn, score_fn, log, run_dir, *, group_fn,
-eval_fn) -> RLResult`, registered here by name (`BACKENDS.get(name)`). (Servers, which answer judge prompts, are
-`judge_rl.servers`.)
+A backend is a function `(job: LaunchJob, run_dir, task: RLTask, log) -> RLResult`:
+  LaunchJob  what a backend reads from a job's config (model, algorithm, trainer, cluster, logger, seed,
+             cache_dir); the main job's JobConfig and the policy job's PolicyJobConfig both are one
+  RLTask     what the job adds: its items and, for each backend, how its reward is computed there (the local
+             backend's step object; the verl launch's VerlTask: data files, reward function and its kwargs,
+             extra keys and environment)
+So adding a backend is one module that registers a function here; adding a job is building an RLTask.
+(Servers, which answer judge prompts, are `judge_rl.servers`.)
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from judge_rl.backends.algorithm import AlgorithmConfig
+from judge_rl.config import ClusterConfig, LoggerConfig, ModelConfig, TrainerConfig
 from judge_rl.registry import Registry
 
 # the modules that register backends are imported on the first lookup (the local one imports torch and
 # verl's core_algos; the verl one verl's config machinery)
 BACKENDS: Registry = Registry("backend", modules=("judge_rl.backends.local.loop", "judge_rl.backends.verl.launch"))
+
+
+class LaunchJob(Protocol):
+    """What a backend reads from a job's config."""
+
+    seed: int
+    cache_dir: str
+    model: ModelConfig
+    algorithm: AlgorithmConfig
+    trainer: TrainerConfig
+    cluster: ClusterConfig
+    logger: LoggerConfig
+
+
+@dataclass
+class VerlTask:
+    """What a job's reward adds to a verl launch (judge_rl/backends/verl/launch.py):
+    data_files     {"train": parquet, "val": parquet} in verl's RL schema
+    reward_module  the file verl imports the reward function from (reward.custom_reward_function.path)
+    reward_kwargs  reward.custom_reward_function.reward_kwargs
+    stages         the job's stages that set verl's validation (eval_base, eval_rl)
+    keys           further dotted verl keys (the reward function's name, a reward manager); cluster.verl_overrides
+                   are set after them
+    env            variables added to the launch's environment and forwarded by name to Ray's workers (values
+                   stay in memory); `forward` names more variables to forward whose values come from outside
+    judge          the judge client's config when the reward asks a judge (preflight checks its address)"""
+
+    data_files: Mapping[str, str]
+    reward_module: str
+    reward_kwargs: Mapping[str, Any]
+    stages: Sequence[str] = ()
+    keys: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    forward: Sequence[str] = ()
+    judge: Any = None
+
+
+@dataclass
+class RLTask:
+    """One online-RL run as the backends need it described.
+    reward_name  names the run (verl's experiment name) and errors
+    items        what the policy is prompted with (judge items, policy prompts)
+    make_step    local backend: `(policy, reference, tokenizer, critic) -> object with .step(items) -> metrics`
+                 (None: a task only launched on verl, e.g. a dry run)
+    verl_task    verl backend: `run_dir -> VerlTask` (exports the data under run_dir/verl/)
+    init_model   the checkpoint RL starts from (None: the job's model)
+    eval_fn, eval_at, describe   local backend: the live held-out evaluation `eval_fn(policy, step)`, the steps it
+                 runs after (`eval_at(step, total)`), the console line of a step (None: the judge's)
+A task that means something else on verl than locally says so from `verl_task` (VerlTranslationError)."""
+
+    reward_name: str
+    items: Sequence[Any]
+    make_step: Callable[[Any, Any, Any, Any], Any] | None
+    verl_task: Callable[[Path], VerlTask]
+    init_model: Path | None = None
+    eval_fn: Callable[[Any, int], dict[str, float]] | None = None
+    eval_at: Callable[[int, int], bool] | None = None
+    describe: Callable[[int, int, dict[str, float]], str] | None = None
+
+
+@dataclass
+class RLResult:
+    model_dir: Path
+    history: list[dict[str, float]] = field(default_factory=list)
+    resumed_from: int = 0
+
+
+Log = Callable[[dict[str, float], int], None]
+
+__all__ = ["BACKENDS", "LaunchJob", "Log", "RLResult", "RLTask", "VerlTask"]

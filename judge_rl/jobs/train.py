@@ -18,6 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from judge_rl.backends import BACKENDS
 from judge_rl.config import JOB_RANGES, NEUTRAL_KEYS, STAGES, JobConfig, check_ranges, typed_config, validate_model
 from judge_rl.data.loaders import check_loader_kwargs
 from judge_rl.models.dirs import require_model_dir
@@ -38,8 +39,9 @@ def run_job(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     command and config it would launch."""
     if job.dry_run:
         from judge_rl.backends.verl.launch import dry_run
+        from judge_rl.recipes.online_rl import judge_rl_task
 
-        return dry_run(job, run_dir)
+        return dry_run(job, run_dir, judge_rl_task(job))
     return RECIPES.get(job.algorithm.recipe).run(job, run_dir)
 
 
@@ -107,8 +109,8 @@ def validate(job: JobConfig) -> None:
     recipe = get_recipe(a.recipe)
     if not isinstance(a, recipe.config):
         raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
-    if job.cluster.backend not in ("local", "verl"):
-        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
+    if job.cluster.backend not in BACKENDS:
+        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
     if job.dry_run and job.cluster.backend != "verl":
         raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
     if job.cluster.device not in ("auto", "cpu", "cuda"):

@@ -36,6 +36,7 @@ from judge_rl.config import (
     typed_config,
     validate_model,
 )
+from judge_rl.backends import BACKENDS
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.sources import POLICY_SOURCES
@@ -272,8 +273,8 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
         raise ValueError(f"policy_data.path={d.path}: no such file")
     if d.min_constraints > d.max_constraints:
         raise ValueError(f"policy_data.min_constraints={d.min_constraints} exceeds max_constraints={d.max_constraints}")
-    if job.cluster.backend not in ("local", "verl"):
-        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected local or verl")
+    if job.cluster.backend not in BACKENDS:
+        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
     if job.cluster.device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
     if job.dry_run and job.cluster.backend != "verl":

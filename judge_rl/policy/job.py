@@ -11,9 +11,9 @@ document; `python -m judge_rl.policy` and the tests both call it.
 - the judge: `judge.engine=local` serves the embedded (or a trained: `judge.checkpoint=<run>/rl_model`)
   judge on 127.0.0.1 over the OpenAI chat API, batched; `openai` reaches any endpoint (key from the
   environment); `vllm` uses a running vLLM server or starts one (judge_rl/servers/endpoint.py).
-- RL: the local backend's loop (judge_rl/backends/local/loop.py) with `PolicyBackend`, whose step masks judge
-  failures and stops above `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); or verl
-  (`cluster=...` with backend verl, judge_rl/policy/verl.py).
+- RL: `cluster.backend` picks the backend from BACKENDS (judge_rl/backends/) and runs the job's RLTask
+  (`policy_task`): on the local backend's loop a `PolicyBackend` step, which masks judge failures and stops above
+  `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); on verl the task of judge_rl/policy/verl.py.
 - IFEval (judge_rl/policy/ifeval_run.py) before RL, every `ifeval.every` steps, and after; the four
   published accuracies with bootstrap intervals, and after-minus-before with a paired bootstrap over prompts.
 
@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
+from judge_rl.backends import BACKENDS, RLTask
 from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.policy.sources import load_policy_prompts
@@ -119,13 +120,18 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
         grader = Grader(job.policy_reward, client)
         if endpoint is not None:
             console.print(f"judge: {job.judge.name} ({job.judge.engine}) at {client.endpoint}, model {endpoint.model}")
-        if job.cluster.backend == "verl":
-            from judge_rl.policy.verl import train_policy_verl
+        task = policy_task(job, run_dir, prompts, grader, ifeval_on if ifeval else None,
+                           endpoint.base_url if endpoint is not None else None, endpoint.model if endpoint is not None else None)  # fmt: skip
+        from judge_rl.backends.local.loop import latest_checkpoint
 
-            model_dir = train_policy_verl(job, run_dir, endpoint.base_url if endpoint is not None else None,
-                                          judge_model=endpoint.model if endpoint is not None else None, log=logger.log)
-        else:
-            model_dir = train_local_policy(job, run_dir, prompts, grader, logger, ifeval_on if ifeval else None)
+        found = latest_checkpoint(run_dir / "checkpoints")  # verl's are under verl/: it logs its steps again
+        logger.drop_steps_after(found[0] if found else 0)
+        try:
+            model_dir = BACKENDS.get(job.cluster.backend)(job, run_dir, task, logger.log).model_dir
+        except JudgeFailureRateExceeded as e:  # the stopped step's telemetry and failures stay in metrics.jsonl
+            if hasattr(e, "metrics"):
+                logger.log(e.metrics, e.step)
+            raise
     history = logger.history()
     results["training"]["rl"] = training_summary(history)
     if job.cluster.backend == "verl":  # verl's metrics never see a dropped sample: its reward workers' own counts
@@ -151,29 +157,23 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     return results
 
 
-def train_local_policy(job: PolicyJobConfig, run_dir: Path, prompts, grader, logger, ifeval_on) -> Path:
-    """RL on the local backend: the main job's loop with a `PolicyBackend` (judge_rl/policy/backend.py)."""
-    from judge_rl.backends.local.loop import latest_checkpoint, run_local_loop
+def policy_task(job: PolicyJobConfig, run_dir: Path, prompts, grader, ifeval_on, judge_base_url: str | None,
+                judge_model: str | None) -> RLTask:  # fmt: skip
+    """The policy's RL as every backend takes it (judge_rl/backends/__init__.py): on the local backend a
+    `PolicyBackend` step (judge_rl/policy/backend.py: masks judge failures, stops above
+    judge_failure.max_failure_rate) and IFEval every ifeval.every steps; on verl, policy/verl.py's VerlTask."""
     from judge_rl.policy.backend import PolicyBackend
+    from judge_rl.policy.verl import policy_rl_task
 
-    found = latest_checkpoint(run_dir / "checkpoints")
-    logger.drop_steps_after(found[0] if found else 0)
-
-    def make_backend(policy, reference, tokenizer, critic):
+    def make_step(policy, reference, tokenizer, critic):
         return PolicyBackend(policy, reference, tokenizer, job.algorithm, job.trainer, grader, job.judge_failure, critic,
                              samples_dir=run_dir / "samples")  # fmt: skip
 
     every = job.ifeval.every
     eval_fn = (lambda model, step: ifeval_metrics(ifeval_on(model, f"step_{step}"))) if ifeval_on and every else None
     eval_at = (lambda step, total: step % every == 0 and step != total) if eval_fn else None  # the last: "after"
-    try:
-        result = run_local_loop(job, None, prompts, make_backend, logger.log, run_dir, eval_fn=eval_fn, eval_at=eval_at,
-                                describe=policy_step_line)  # fmt: skip
-    except JudgeFailureRateExceeded as e:  # the stopped step's telemetry and failures stay in metrics.jsonl
-        if hasattr(e, "metrics"):
-            logger.log(e.metrics, e.step)
-        raise
-    return result.model_dir
+    return policy_rl_task(job, judge_base_url, judge_model, items=prompts, make_step=make_step, eval_fn=eval_fn,
+                          eval_at=eval_at, describe=policy_step_line)  # fmt: skip
 
 
 # ------------------------------------------------------------------ report

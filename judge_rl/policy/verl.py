@@ -1,10 +1,9 @@
 """The policy job on verl: its prompts as verl's RL parquet, its config translated to verl 0.9's `ppo_trainer`,
 a dry run, and a launch.
 
-    files = export_policy_data(job, run_dir / "verl" / "data")
-    cfg = policy_verl_config(job, files, judge_base_url)          # validated by verl's own checks
+    task = policy_rl_task(job, endpoint.base_url, endpoint.model)  # what the backends take (backends/__init__.py)
+    BACKENDS.get("verl")(job, run_dir, task, logger.log)         # launch (judge_rl/backends/verl/launch.py)
     policy_dry_run(job, run_dir)                                   # `python -m judge_rl.policy ... --dry-run`
-    train_policy_verl(job, run_dir, endpoint.base_url, judge_model=endpoint.model, log=logger.log)
 
 The translation is the main job's (judge_rl/backends/verl/translate.py: algorithm, model, batch shape,
 rollout, trainer, checkpoints, logger), with the policy's reward instead of the judge job's:
@@ -51,25 +50,14 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from omegaconf import DictConfig, OmegaConf
-
+from judge_rl.backends import RLTask, VerlTask
 from judge_rl.backends.verl.export import write_rl_parquet
+from judge_rl.backends.verl.launch import dry_run
+from judge_rl.backends.verl.translate import VerlTranslationError
 from judge_rl.policy.reward_outcomes import OUTCOMES_ENV, OUTCOMES_FILE
-from judge_rl.backends.verl.launch import (
-    EXTRA_FORWARDED_ENV,
-    experiment_name,
-    launch_env,
-    merged_model_dir,
-    read_verl_metrics,
-    shown_command,
-    write_checked,
-)
-from judge_rl.backends.verl.translate import VerlTranslationError, verl_config
-from judge_rl.config import dotted_leaves
 from judge_rl.policy.config import PolicyJobConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.policy.rewards import POLICY_REWARDS
@@ -225,111 +213,50 @@ def reward_module_file() -> str:
     return str(Path(module.__file__).resolve())
 
 
-# --------------------------------------------------------------------------- the config
+# --------------------------------------------------------------------------- the task
 
 
-def policy_verl_config(
-    job: PolicyJobConfig,
-    data_files: Mapping[str, str | Path],
-    judge_base_url: str | None,
-    *,
-    judge_model: str | None = None,
-    experiment: str = "policy",
-    ckpt_dir: str | Path = "checkpoints",
-    extra: Mapping[str, Any] | None = None,
-) -> DictConfig:
-    """verl 0.9's `ppo_trainer` config for the policy job (module docstring), resolved, with no key verl would
-    ignore (translate.verl_config refuses one). judge_base_url: the judge's OpenAI-compatible URL as Ray's reward
-    workers reach it (None only for policy_reward=rule); judge_model: the model id requests carry (None:
-    `judge_model_name`). extra: dotted verl keys set last (cluster.verl_overrides are added by the launch)."""
-    if needs_judge(job) and job.judge_failure.mode != "mask":
+def policy_verl_task(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | None, judge_model: str | None = None) -> VerlTask:
+    """What the policy's reward adds to a verl launch (module docstring): its prompts exported under
+    <run_dir>/verl/data, the reward function, its kwargs and manager keys, and for a judge-graded reward the file the
+    reward workers write each sample's outcome to (reward_outcomes.py) and the judge key's variable NAME, both
+    forwarded to Ray's workers. judge_base_url: the judge's OpenAI-compatible URL as Ray's reward workers reach it
+    (None only for policy_reward=rule); judge_model: the model id requests carry (None: `judge_model_name`)."""
+    judged = needs_judge(job)
+    if judged and job.judge_failure.mode != "mask":
         raise VerlTranslationError(
             f"judge_failure.mode={job.judge_failure.mode}: on verl 0.9.1 a failed sample leaves the batch (mask) but a "
             "group left with fewer than judge_failure.min_group_size graded samples cannot be dropped; use "
             "judge_failure.mode=mask, or the local backend (cluster=local)"
         )
-    workers, per_worker = reward_workers(job.judge)
-    kwargs = policy_reward_kwargs(job, judge_base_url, judge_model, per_worker if needs_judge(job) else None)
-    keys = {**policy_reward_keys(job, judge_base_url, judge_model), **dict(extra or {})}
-    return verl_config(
-        job,  # type: ignore[arg-type]  (the fields verl_config reads are the same in PolicyJobConfig)
-        data_files=data_files,
+    _, per_worker = reward_workers(job.judge)
+    return VerlTask(
+        data_files=export_policy_data(job, Path(run_dir) / "verl" / "data"),
         reward_module=reward_module_file(),
-        experiment_name=experiment,
-        ckpt_dir=ckpt_dir,
-        n_gpus_per_node=job.cluster.n_gpus_per_node,
-        nnodes=job.cluster.nnodes,
-        extra=keys,
-        reward_kwargs=kwargs,
-        stages=(),
+        reward_kwargs=policy_reward_kwargs(job, judge_base_url, judge_model, per_worker if judged else None),
+        stages=(),  # validation: none (module docstring)
+        keys=policy_reward_keys(job, judge_base_url, judge_model),
+        env={OUTCOMES_ENV: str((Path(run_dir) / "verl" / OUTCOMES_FILE).resolve())} if judged else {},
+        forward=(job.judge.api_key_env,) if judged else (),
+        judge=job.judge if judged else None,
     )
 
 
-# --------------------------------------------------------------------------- launching
-
-
-def policy_launch_env(job: PolicyJobConfig, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """launch.launch_env, plus, for a judge-graded reward, the judge key's variable NAME and where the reward
-    workers write each sample's outcome (reward_outcomes.py) in EXTRA_FORWARDED_ENV, so the entry process
-    forwards their values to Ray's workers in memory."""
-    env = launch_env(job, run_dir, environ)  # type: ignore[arg-type]
-    if needs_judge(job):
-        env[OUTCOMES_ENV] = str((Path(run_dir) / "verl" / OUTCOMES_FILE).resolve())
-        names = [n for n in env.get(EXTRA_FORWARDED_ENV, "").split(",") if n]
-        env[EXTRA_FORWARDED_ENV] = ",".join(dict.fromkeys([*names, job.judge.api_key_env, OUTCOMES_ENV]))
-    return env
-
-
-def prepare_policy(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | None, judge_model: str | None = None):
-    """Data files, the translated and validated verl config (written to <run_dir>/verl/ppo_trainer.yaml), its
-    path and the launch command, after the preflight checks (judge_rl/backends/verl/preflight.py) pass."""
-    run_dir = Path(run_dir)
-    data = export_policy_data(job, run_dir / "verl" / "data")
-    cfg = policy_verl_config(
-        job, data, judge_base_url, judge_model=judge_model,
-        experiment=experiment_name(job, run_dir, reward_name=job.policy_reward.name),  # type: ignore[arg-type]
-        ckpt_dir=(run_dir / "verl" / "checkpoints").resolve(),
-        extra=dotted_leaves(job.cluster.verl_overrides) or None,
-    )  # fmt: skip
-    path, command = write_checked(cfg, job, run_dir, policy_launch_env(job, run_dir),
-                                  judge=job.judge if needs_judge(job) else None)  # fmt: skip
-    return cfg, path, command
+def policy_rl_task(job: PolicyJobConfig, judge_base_url: str | None = None, judge_model: str | None = None, *,
+                   items: Sequence[PolicyPrompt] = (), make_step: Callable | None = None, eval_fn: Callable | None = None,
+                   eval_at: Callable | None = None, describe: Callable | None = None) -> RLTask:  # fmt: skip
+    """The policy job's RL as the backends take it (judge_rl/backends/__init__.py): on verl, `policy_verl_task`; on
+    the local backend, `items` and the step `make_step` builds (judge_rl/policy/job.py: a PolicyBackend)."""
+    return RLTask(reward_name=job.policy_reward.name, items=items, make_step=make_step,
+                  verl_task=lambda run_dir: policy_verl_task(job, run_dir, judge_base_url, judge_model),
+                  eval_fn=eval_fn, eval_at=eval_at, describe=describe)  # fmt: skip
 
 
 def policy_dry_run(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
-    """Everything a launch does (data exported, config translated, validated and written, preflight) but the
+    """Everything a verl launch does (data exported, config translated, validated and written, preflight) but the
     launch; prints the command and the config. The judge's URL is judge.base_url or where the job would start it."""
     base_url = planned_judge_base_url(job.judge) if needs_judge(job) else None
-    cfg, path, command = prepare_policy(job, Path(run_dir), base_url)
-    shown = shown_command(job, command)  # type: ignore[arg-type]
-    console.print(f"[bold]verl dry run[/bold] (policy job): would launch\n  {shown}\nwith {path}:")
-    console.print(OmegaConf.to_yaml(cfg), markup=False, highlight=False)
+    out = dry_run(job, Path(run_dir), policy_rl_task(job, base_url))
     if needs_judge(job) and not job.judge.base_url:
         console.print(f"(the judge's URL {base_url} is where the job starts it; a launch writes the real one)")
-    return {"run_dir": str(run_dir), "verl_config": str(path), "command": command,
-            "experiment_name": cfg.trainer.experiment_name, "judge_base_url": base_url}  # fmt: skip
-
-
-def train_policy_verl(
-    job: PolicyJobConfig,
-    run_dir: Path,
-    judge_base_url: str | None,
-    *,
-    judge_model: str | None = None,
-    log: Callable[[dict[str, float], int], None] | None = None,
-) -> Path:
-    """Train the policy on verl in its own process (`python -m judge_rl.backends.verl.entry <config>`), the judge
-    reached at `judge_base_url` (served by the caller for as long as this runs); every step verl logged is passed
-    to `log(metrics, step)`, even when verl crashed later. Returns the trained policy, merged into a Hugging Face
-    directory (<run_dir>/rl_model)."""
-    run_dir = Path(run_dir)
-    cfg, path, command = prepare_policy(job, run_dir, judge_base_url, judge_model)
-    console.print(f"verl: launching {shown_command(job, command)}")  # type: ignore[arg-type]
-    try:
-        subprocess.run(command, env=policy_launch_env(job, run_dir), check=True)
-    finally:
-        if log is not None:
-            for record in read_verl_metrics(run_dir):
-                step = record.pop("step")
-                log(record, step)
-    return merged_model_dir(cfg, run_dir)
+    return {**out, "judge_base_url": base_url}

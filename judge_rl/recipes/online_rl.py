@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judge_rl.backends import BACKENDS
+from judge_rl.backends import BACKENDS, RLTask
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
-from judge_rl.backends.local.loop import latest_checkpoint
+from judge_rl.backends.local.loop import eval_due, latest_checkpoint
 from judge_rl.config import JobConfig, check_ranges
 from judge_rl.prompts import get_prompt
 from judge_rl.recipes import register_recipe
@@ -43,6 +43,36 @@ def validate_online_rl(job: JobConfig) -> None:
     check_online_algorithm(a, job.trainer.prompts_per_step)
 
 
+def judge_rl_task(job: JobConfig, run: Any = None, init_model: Path | None = None, eval_live: Any = None) -> RLTask:
+    """The judge job's RL as the backends take it (judge_rl/backends/__init__.py): its training items judged with
+    the reward's prompt and scored by it (the local backend's LocalBackend step; on verl, its pairs exported and
+    judge_rl/rewards/__init__.py:compute_score), the live held-out evaluation every trainer.eval_every steps (local).
+    `run`: the recipe's setup (recipes/stages.py); None for a task only launched on verl (a dry run)."""
+
+    def make_step(policy, reference, tokenizer, critic):
+        from judge_rl.backends.local.backend import LocalBackend
+
+        group_fn = run.reward.combine if getattr(run.reward, "both_orders", False) else None
+        return LocalBackend(policy, reference, tokenizer, job.algorithm, job.trainer, run.prompt.messages, run.score_fn,
+                            critic, group_fn=group_fn)  # fmt: skip
+
+    def verl_task(run_dir: Path):
+        from judge_rl.backends.verl.export import judge_verl_task
+
+        return judge_verl_task(job, run_dir)
+
+    every = job.trainer.eval_every
+    return RLTask(
+        reward_name=job.reward.name,
+        items=run.train_items if run is not None else (),
+        make_step=make_step if run is not None else None,
+        verl_task=verl_task,
+        init_model=init_model,
+        eval_fn=eval_live,
+        eval_at=(lambda step, total: eval_due(step, total, every)) if eval_live is not None else None,
+    )  # fmt: skip
+
+
 @register_recipe("online_rl", config=AlgorithmConfig, validate=validate_online_rl)
 def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     # setup: everything that can fail on a bad config or bad data fails before a model loads
@@ -65,10 +95,8 @@ def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     if "rl" in job.stages:
         found = latest_checkpoint(run_dir / "checkpoints")
         run.logger.drop_steps_after(found[0] if found else 0)
-        group_fn = run.reward.combine if getattr(run.reward, "both_orders", False) else None
         train = BACKENDS.get(job.cluster.backend)
-        rl = train(job, init_model, run.train_items, run.prompt.messages, run.score_fn, run.logger.log, run_dir,
-                   group_fn=group_fn, eval_fn=eval_live)
+        rl = train(job, run_dir, judge_rl_task(job, run, init_model, eval_live), run.logger.log)
         history = run.logger.history()
         run.results["training"]["rl"] = training = {"resumed_from": rl.resumed_from, "steps": len(history)}
         curve = reward_curve(history)

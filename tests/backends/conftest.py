@@ -55,12 +55,15 @@ def data_files(tmp_path_factory) -> dict[str, str]:
 def translate(data_files, tmp_path):
     """translate(overrides, **verl_config kwargs) -> (job, verl cfg)."""
     from judge_rl.backends.verl import reward_module_path, verl_config
+    from judge_rl.backends.verl.export import judge_reward_kwargs
 
     def run(overrides: list[str], **kwargs):
         job = _make_job(overrides)
         args = dict(
             data_files=data_files,
             reward_module=reward_module_path(),
+            reward_kwargs=judge_reward_kwargs(job),
+            stages=job.stages,
             experiment_name="test",
             ckpt_dir=tmp_path / "ckpt",
             n_gpus_per_node=1,

@@ -197,9 +197,10 @@ def test_a_loopback_judge_is_refused_when_reward_workers_can_run_on_another_node
 
 def test_the_reward_file_must_load_in_a_fresh_process(tmp_path, make_job):
     from judge_rl.backends.verl.launch import prepare
+    from judge_rl.recipes.online_rl import judge_rl_task
 
     job = make_job(["cluster=single_gpu", "model=qwen2.5-7b-instruct"], run_dir=tmp_path)
-    cfg, path, _ = prepare(job, tmp_path)  # passes: verl's loader imports judge_rl's reward module
+    cfg, path, _, _ = prepare(job, tmp_path, judge_rl_task(job))  # passes: verl's loader imports judge_rl's reward module
     broken = tmp_path / "broken_reward.py"
     broken.write_text("import a_module_that_is_not_installed\n")
     OmegaConf.update(cfg, "reward.custom_reward_function.path", str(broken))
@@ -214,6 +215,7 @@ def test_the_wandb_mode_reaches_the_job_environment_and_no_key_reaches_a_file(tm
     """On today's main the verl process got trainer.logger=[console, wandb] and no mode: wandb.init in a
     Ray actor failed with "No API key configured"."""
     from judge_rl.backends.verl.launch import prepare
+    from judge_rl.recipes.online_rl import judge_rl_task
 
     job = make_job(["cluster=single_gpu", "model=qwen2.5-7b-instruct", "logger=wandb", "logger.group=sweep-a"], run_dir=tmp_path)
     env = launch_env(job, tmp_path, {"PATH": os.environ["PATH"]})
@@ -229,7 +231,7 @@ def test_the_wandb_mode_reaches_the_job_environment_and_no_key_reaches_a_file(tm
     # a real dry run with a key in the environment: preflight passes, nothing on disk holds the key
     monkeypatch.setenv("WANDB_API_KEY", "secret-key-0123456789")
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    prepare(job, tmp_path)
+    prepare(job, tmp_path, judge_rl_task(job))
     for f in tmp_path.rglob("*"):
         if f.is_file() and f.suffix in (".yaml", ".json", ".jsonl", ".txt", ".log"):
             assert "secret-key-0123456789" not in f.read_text(errors="ignore"), f

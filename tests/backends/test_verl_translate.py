@@ -330,6 +330,7 @@ def test_translation_keeps_verl_namespace_and_judge_rl_hydra_state(data_files, t
     from hydra.core.global_hydra import GlobalHydra
 
     from judge_rl.backends.verl import verl_config
+    from judge_rl.backends.verl.export import judge_reward_kwargs
 
     job = make_job([HUB])
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -338,6 +339,8 @@ def test_translation_keeps_verl_namespace_and_judge_rl_hydra_state(data_files, t
             job,
             data_files=data_files,
             reward_module=reward_module_path(),
+            reward_kwargs=judge_reward_kwargs(job),
+            stages=job.stages,
             experiment_name="x",
             ckpt_dir=tmp_path,
             n_gpus_per_node=1,

@@ -19,17 +19,17 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from judge_rl.backends.verl.launch import task_env, translated
 from judge_rl.backends.verl.translate import VerlTranslationError, ignored_keys, validate
-from judge_rl.config import dotted_leaves
 from judge_rl.policy.config import to_policy_config
 from judge_rl.policy.data import Criterion, PolicyPrompt
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, NO_VERDICT, unparseable
 from judge_rl.policy.verl import (
     export_policy_data,
     policy_dry_run,
-    policy_launch_env,
     policy_reward_kwargs,
-    policy_verl_config,
+    policy_rl_task,
+    policy_verl_task,
     read_policy_prompts,
 )
 
@@ -51,12 +51,10 @@ def compose_policy(overrides: list[str], run_dir: Path):
 
 
 def translate(job, tmp_path: Path, base_url: str | None = "http://127.0.0.1:8011/v1"):
-    files = export_policy_data(job, tmp_path / "data")
-    cfg = policy_verl_config(job, files, base_url, ckpt_dir=tmp_path / "ckpt",
-                             extra=dotted_leaves(job.cluster.verl_overrides) or None)  # as prepare_policy passes them
+    cfg, verl = translated(job, tmp_path, policy_rl_task(job, base_url))  # as the verl backend's launch does
     assert ignored_keys(cfg) == []
     validate(cfg)  # verl's own checks (validate_config, AlgoConfig, estimator, loss, reward manager and function)
-    return cfg, files
+    return cfg, verl.data_files
 
 
 # --------------------------------------------------------------------------------------------------
@@ -105,7 +103,7 @@ def test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key(t
     for path in written:
         assert SECRET.encode() not in path.read_bytes(), path
     # the key's variable NAME goes to the entry process, which forwards its value to Ray in memory only
-    env = policy_launch_env(job, tmp_path)
+    env = task_env(job, tmp_path, policy_verl_task(job, tmp_path, "http://x/v1"))
     assert env["JUDGE_RL_FORWARD_ENV"] == "OPENAI_API_KEY,JUDGE_RL_REWARD_OUTCOMES"
     from judge_rl.backends.verl.entry import with_forwarded_env
 
@@ -157,7 +155,7 @@ def test_what_verl_cannot_express_is_refused(tmp_path):
         translate(compose_policy(["policy_debug=tiny"], tmp_path), tmp_path)
     job = compose_policy([*TINY, "judge_failure.mode=drop_group"], tmp_path)
     with pytest.raises(VerlTranslationError, match="drop_group"):
-        policy_verl_config(job, export_policy_data(job, tmp_path / "d"), "http://127.0.0.1:1/v1")
+        translated(job, tmp_path, policy_rl_task(job, "http://127.0.0.1:1/v1"))
     with pytest.raises(VerlTranslationError, match="base_url"):
         policy_reward_kwargs(compose_policy(TINY, tmp_path), None)
 

@@ -18,29 +18,20 @@ import json
 import random
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
-from judge_rl.config import JobConfig
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.models.loading import load_model, load_tokenizer, load_value_model, resolve_device, save_model
 from judge_rl.reports.console import console, progress_bar
-from judge_rl.backends import BACKENDS
+from judge_rl.backends import BACKENDS, LaunchJob, Log, RLResult, RLTask
 from judge_rl.backends.local.backend import LocalBackend
 
 LATEST = "latest_checkpointed_iteration.txt"
 TRAINED_STATE = "judge_rl_trained.json"  # in rl_model/: the init and step count it was trained with
-
-
-@dataclass
-class RLResult:
-    model_dir: Path
-    history: list[dict[str, float]] = field(default_factory=list)
-    resumed_from: int = 0
 
 
 def step_items(items: Sequence[JudgeItem], step: int, per_step: int, seed: int) -> list[JudgeItem]:
@@ -112,27 +103,13 @@ def evaluate_live(eval_fn: Callable[[Any, int], dict[str, float]], model, step: 
 
 
 @BACKENDS.register("local")
-def train_local(
-    job: JobConfig,
-    init_model: Path | None,
-    items: Sequence[JudgeItem],
-    messages_fn: Callable[[JudgeItem], list[dict[str, str]]],
-    score_fn: Callable[..., dict[str, Any]],
-    log: Callable[[dict[str, float], int], None],
-    run_dir: Path,
-    group_fn: Callable | None = None,
-    eval_fn: Callable[[Any, int], dict[str, float]] | None = None,
-) -> RLResult:
-    """RL of a judge on the local backend. `eval_fn(policy, step)`, when given, evaluates the live policy on
-    held-out pairs every `trainer.eval_every` steps and at the last (see `evaluate_live`); what it returns
-    is logged with that step's metrics."""
-
-    def make_backend(policy, reference, tokenizer, critic) -> LocalBackend:
-        return LocalBackend(policy, reference, tokenizer, job.algorithm, job.trainer, messages_fn, score_fn, critic,
-                            group_fn=group_fn)  # fmt: skip
-
-    due = (lambda step, total: eval_due(step, total, job.trainer.eval_every)) if eval_fn is not None else None
-    return run_local_loop(job, init_model, items, make_backend, log, run_dir, eval_fn=eval_fn, eval_at=due)
+def train_local(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResult:
+    """RL on the local backend: `run_local_loop` with the task's step object (`task.make_step`), its live
+    held-out evaluation (`task.eval_fn` where `task.eval_at` says) and its console line."""
+    if task.make_step is None:
+        raise ValueError(f"reward={task.reward_name}: this task has no local step (it was built for a verl launch)")
+    return run_local_loop(job, task.init_model, task.items, task.make_step, log, run_dir, eval_fn=task.eval_fn,
+                          eval_at=task.eval_at, describe=task.describe or judge_step_line)  # fmt: skip
 
 
 def judge_step_line(step: int, total: int, metrics: dict[str, float]) -> str:
@@ -150,7 +127,7 @@ def judge_step_line(step: int, total: int, metrics: dict[str, float]) -> str:
 
 
 def run_local_loop(
-    job,
+    job: LaunchJob,
     init_model: Path | None,
     items: Sequence[Any],
     make_backend: Callable[[Any, Any, Any, Any], LocalBackend],
@@ -163,8 +140,7 @@ def run_local_loop(
     """The local backend's loop, for any backend `make_backend(policy, reference, tokenizer, critic)` builds
     (a judge's LocalBackend, the policy job's PolicyBackend): load the policy (and reference, critic) from
     `init_model` or the last checkpoint, run `backend.step(items of the step)` to `trainer.total_steps`,
-    evaluate the live policy where `eval_at(step, total)` says, log, checkpoint, save `rl_model/`. `job` needs
-    `model`, `algorithm`, `trainer`, `cluster`, `cache_dir` and `seed`."""
+    evaluate the live policy where `eval_at(step, total)` says, log, checkpoint, save `rl_model/`."""
     final_dir = run_dir / "rl_model"
     ckpt_root = run_dir / "checkpoints"
     # what this training starts from; a checkpoint or final model made from another init is never continued

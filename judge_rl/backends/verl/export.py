@@ -157,3 +157,34 @@ def export_job_data(job, out_dir: str | os.PathLike) -> dict[str, str]:
         export_parquet(pairs, prompt, path, seed=job.seed, reward_name=job.reward.name, orders=orders)
         files[split] = str(path.resolve())
     return files
+
+
+def judge_reward_kwargs(job) -> dict[str, Any]:
+    """reward.custom_reward_function.reward_kwargs of the main (judge) job, {reward_name, **weights}, after checking
+    that its reward means on verl what it means locally (VerlTranslationError otherwise)."""
+    from judge_rl.backends.verl.translate import VerlTranslationError
+    from judge_rl.rewards import build_reward
+
+    reward = build_reward(job.reward.name, **job.reward.weights)
+    if job.algorithm.group_both_orders:
+        raise VerlTranslationError(
+            "algorithm.group_both_orders=true puts both orders of a pair in one group; verl groups the samples of "
+            "one prompt, so it would silently train per-order groups. Run it on the local backend (cluster=local)."
+        )
+    if getattr(reward, "both_orders", False):
+        raise VerlTranslationError(
+            f"reward={job.reward.name} rolls out both orders of a pair in one group and rescores them jointly "
+            "(J1 consistency); verl's reward managers call compute_score one sample at a time, so on verl it "
+            "would silently become the plain per-sample reward. Run it on the local backend (cluster=local)."
+        )
+    return {"reward_name": job.reward.name, **job.reward.weights}
+
+
+def judge_verl_task(job, run_dir: str | os.PathLike):
+    """The main job's VerlTask (judge_rl/backends/__init__.py): its pairs exported under <run_dir>/verl/data, the
+    reward function judge_rl/rewards/__init__.py:compute_score with the job's reward and weights."""
+    from judge_rl.backends import VerlTask
+
+    kwargs = judge_reward_kwargs(job)
+    return VerlTask(data_files=export_job_data(job, Path(run_dir) / "verl" / "data"), reward_module=reward_module_path(),
+                    reward_kwargs=kwargs, stages=tuple(job.stages))  # fmt: skip

@@ -19,20 +19,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from judge_rl.config import JobConfig, dotted_leaves
-from judge_rl.backends.verl.export import export_job_data, reward_module_path
+from judge_rl.config import dotted_leaves
 from judge_rl.backends.verl.preflight import preflight
 from judge_rl.backends.verl.translate import validate, verl_config
 from judge_rl.models.arch import model_arch
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.reports.logging import hydra_context, wandb_mode, wandb_run_labels
-from judge_rl.backends import BACKENDS
-from judge_rl.backends.local.loop import RLResult
+from judge_rl.backends import BACKENDS, LaunchJob, Log, RLResult, RLTask, VerlTask
 
 # Forwarded by name to Ray workers (values only ever come from the environment): every W&B / verl variable
 # launch_env sets must be here, or verl's logger in a Ray actor on another node never sees it.
@@ -49,40 +47,42 @@ EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
 METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
 
 
-def experiment_name(job: JobConfig, run_dir: Path, reward_name: str | None = None) -> str:
+def experiment_name(job: LaunchJob, run_dir: Path, reward_name: str) -> str:
     """Unique per job: verl auto-resumes a run whose experiment name and checkpoint dir match, so two
-    sweep points must never share one, while re-running the same run_dir must keep it. reward_name:
-    for a job without `reward` (the policy job's policy_reward.name); None: job.reward.name."""
+    sweep points must never share one, while re-running the same run_dir must keep it."""
     digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:8]
-    return f"{job.model.name}-{job.algorithm.name}-{reward_name or job.reward.name}-{digest}"
+    return f"{job.model.name}-{job.algorithm.name}-{reward_name}-{digest}"
 
 
-def prepare(job: JobConfig, run_dir: Path, init_model: Path | None = None):
-    """Data files, the translated and validated verl config, its path and the launch command; the
-    preflight checks (preflight.py) pass before it returns."""
-    data = export_job_data(job, run_dir / "verl" / "data")
+def translated(job: LaunchJob, run_dir: Path, task: RLTask) -> tuple[DictConfig, VerlTask]:
+    """The task's data exported (`task.verl_task`) and the job translated into verl's config (translate.py, no key
+    verl would ignore), not yet validated by verl's own checks; with the task's VerlTask."""
+    run_dir = Path(run_dir)
+    verl = task.verl_task(run_dir)
     cfg = verl_config(
         job,
-        data_files=data,
-        reward_module=reward_module_path(),
-        experiment_name=experiment_name(job, run_dir),
+        data_files=verl.data_files,
+        reward_module=verl.reward_module,
+        reward_kwargs=verl.reward_kwargs,
+        stages=verl.stages,
+        experiment_name=experiment_name(job, run_dir, task.reward_name),
         ckpt_dir=str((run_dir / "verl" / "checkpoints").resolve()),
         n_gpus_per_node=job.cluster.n_gpus_per_node,
         nnodes=job.cluster.nnodes,
-        # dotted keys as written in YAML, or nested as Hydra builds them from a command line
-        # (+cluster.verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=4)
-        extra=dotted_leaves(job.cluster.verl_overrides) or None,
-        init_model=str(init_model) if init_model else None,
+        # the task's keys, then the cluster's: dotted keys as written in YAML, or nested as Hydra builds them from a
+        # command line (+cluster.verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=4)
+        extra={**verl.keys, **dotted_leaves(job.cluster.verl_overrides)} or None,
+        init_model=str(task.init_model) if task.init_model else None,
     )
-    path, command = write_checked(cfg, job, run_dir, launch_env(job, run_dir))
-    return cfg, path, command
+    return cfg, verl
 
 
-def write_checked(cfg: DictConfig, job, run_dir: Path, env: Mapping[str, str], judge: Any = None) -> tuple[Path, list[str]]:
-    """verl's validation of a translated config, the config written to <run_dir>/verl/ppo_trainer.yaml, and the
-    preflight checks with the launch environment `env`; returns the path and the launch command. Shared by the
-    main job (`prepare`) and the policy job (judge_rl/policy/verl.py); `job` needs `model` and `cluster`.
-    `judge`: the policy job's RewardJudgeConfig when its reward asks a judge (its address is checked)."""
+def prepare(job: LaunchJob, run_dir: Path, task: RLTask) -> tuple[DictConfig, Path, list[str], dict[str, str]]:
+    """`translated`, then verl's own checks, the config written to <run_dir>/verl/ppo_trainer.yaml and the preflight
+    checks (preflight.py) passed; returns the config, its path, the launch command and the launch environment."""
+    run_dir = Path(run_dir)
+    cfg, verl = translated(job, run_dir, task)
+    env = task_env(job, run_dir, verl)
     validate(cfg)
     path = run_dir / "verl" / "ppo_trainer.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,12 +93,24 @@ def write_checked(cfg: DictConfig, job, run_dir: Path, env: Mapping[str, str], j
         cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}", env,
         {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
          "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
-        cluster=job.cluster, judge=judge,
+        cluster=job.cluster, judge=verl.judge,
     )  # fmt: skip
-    return path, command
+    return cfg, path, command, env
 
 
-def launch_env(job: JobConfig, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def task_env(job: LaunchJob, run_dir: Path, verl: VerlTask, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """launch_env, plus the task's variables (`verl.env`), whose names, with `verl.forward`, go into
+    EXTRA_FORWARDED_ENV so the entry process forwards their values to Ray's workers in memory."""
+    env = launch_env(job, run_dir, environ)
+    env.update(verl.env)
+    names = [*verl.forward, *verl.env]
+    if names:
+        before = [n for n in env.get(EXTRA_FORWARDED_ENV, "").split(",") if n]
+        env[EXTRA_FORWARDED_ENV] = ",".join(dict.fromkeys([*before, *names]))
+    return env
+
+
+def launch_env(job: LaunchJob, run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of the verl process (and, through entry.py, of its Ray workers): this one, plus
     the W&B settings resolved as a local run resolves them (an explicit WANDB_MODE wins; else
     logger.mode, `auto` offline without a key), and where verl's file logger writes this launch's metrics.
@@ -147,41 +159,32 @@ def read_verl_metrics(run_dir: Path) -> list[dict[str, Any]]:
     return [{"step": step, **by_step[step]} for step in sorted(by_step)]
 
 
-def shown_command(job: JobConfig, command: list[str]) -> str:
+def shown_command(job: LaunchJob, command: list[str]) -> str:
     shown = " ".join(shlex.quote(c) for c in command)
     if job.cluster.ray_address:
         shown = f"RAY_ADDRESS={shlex.quote(job.cluster.ray_address)} {shown}"
     return shown
 
 
-def dry_run(job: JobConfig, run_dir: Path) -> dict[str, Any]:
-    """Everything a launch does (data exported, config translated, validated and written) but the launch;
-    prints the command and the config."""
-    cfg, path, command = prepare(job, run_dir)
+def dry_run(job: LaunchJob, run_dir: Path, task: RLTask) -> dict[str, Any]:
+    """Everything a launch does (data exported, config translated, validated and written, preflight) but the
+    launch; prints the command and the config."""
+    cfg, path, command, _ = prepare(job, run_dir, task)
     console.print(f"[bold]verl dry run[/bold]: would launch\n  {shown_command(job, command)}\nwith {path}:")
     console.print(OmegaConf.to_yaml(cfg), markup=False, highlight=False)
     return {"run_dir": str(run_dir), "verl_config": str(path), "command": command,
-            "experiment_name": cfg.trainer.experiment_name}
+            "experiment_name": cfg.trainer.experiment_name}  # fmt: skip
 
 
 @BACKENDS.register("verl")
-def train_verl(
-    job: JobConfig,
-    init_model: Path | None,
-    items: Sequence[Any],
-    messages_fn: Callable,
-    score_fn: Callable,
-    log: Callable[[dict[str, float], int], None],
-    run_dir: Path,
-    group_fn: Callable | None = None,
-    eval_fn: Callable | None = None,  # the local backend's periodic held-out evaluation: not run by verl
-) -> RLResult:
-    if group_fn is not None:
-        raise ValueError(f"reward={job.reward.name} pairs samples across a group: it runs on cluster=local only")
-    cfg, path, command = prepare(job, run_dir, init_model)
+def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResult:
+    """RL on verl, in its own process (`python -m judge_rl.backends.verl.entry <config>`): every step verl logged
+    is passed to `log(metrics, step)`, even when verl crashed later; returns the last checkpoint merged into a
+    Hugging Face directory (<run_dir>/rl_model). The local backend's live evaluation (task.eval_fn) is not run."""
+    cfg, path, command, env = prepare(job, run_dir, task)
     console.print(f"verl: launching {shown_command(job, command)}")
     try:
-        subprocess.run(command, env=launch_env(job, run_dir), check=True)
+        subprocess.run(command, env=env, check=True)
     finally:  # the steps verl finished count even when it crashed later
         history = []
         for record in read_verl_metrics(run_dir):

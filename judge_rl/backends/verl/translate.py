@@ -85,7 +85,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.backends.algorithm import check_critic, verl_algorithm_keys
-from judge_rl.config import JobConfig, dotted_leaves
+from judge_rl.backends import LaunchJob
+from judge_rl.config import dotted_leaves
 from judge_rl.models.arch import model_arch
 
 VERL_CONFIG_MODULE = "verl.trainer.config"
@@ -228,7 +229,7 @@ def missing_keys(cfg: DictConfig) -> list[str]:
 # --------------------------------------------------------------------------- judge_rl -> verl values
 
 
-def verl_model_path(job: JobConfig) -> str:
+def verl_model_path(job: LaunchJob) -> str:
     """What verl loads the judge from: a hub name, an absolute local path, or the embedded GGUF model's
     safetensors copy (converted on first use, see judge_rl.models.loading.converted_gguf_dir)."""
     m = job.model
@@ -249,23 +250,6 @@ def verl_model_path(job: JobConfig) -> str:
     raise VerlTranslationError(f"model.source={m.source!r}: expected hub, local, gguf_package or tiny_random")
 
 
-def _check_reward(job: JobConfig) -> None:
-    from judge_rl.rewards import build_reward
-
-    reward = build_reward(job.reward.name, **job.reward.weights)
-    if job.algorithm.group_both_orders:
-        raise VerlTranslationError(
-            "algorithm.group_both_orders=true puts both orders of a pair in one group; verl groups the samples of "
-            "one prompt, so it would silently train per-order groups. Run it on the local backend (cluster=local)."
-        )
-    if getattr(reward, "both_orders", False):
-        raise VerlTranslationError(
-            f"reward={job.reward.name} rolls out both orders of a pair in one group and rescores them jointly "
-            "(J1 consistency); verl's reward managers call compute_score one sample at a time, so on verl it "
-            "would silently become the plain per-sample reward. Run it on the local backend (cluster=local)."
-        )
-
-
 def _data_files(data_files: Mapping[str, str | os.PathLike]) -> dict[str, str]:
     unknown = sorted(set(data_files) - set(DATA_SPLITS))
     absent = [s for s in DATA_SPLITS if s not in data_files]
@@ -283,7 +267,7 @@ def _data_files(data_files: Mapping[str, str | os.PathLike]) -> dict[str, str]:
 
 
 def _job_values(
-    job: JobConfig,
+    job: LaunchJob,
     *,
     data_files: dict[str, str],
     reward_module: str,
@@ -445,7 +429,7 @@ CPU_VALUES: dict[str, Any] = {
 }
 
 
-def cpu_values(job: JobConfig, n_gpus_per_node: int) -> dict[str, Any]:
+def cpu_values(job: LaunchJob, n_gpus_per_node: int) -> dict[str, Any]:
     """CPU_VALUES, plus the values that follow from the job: the logical Ray GPUs (one per training process:
     verl sizes its resource pools in GPUs, cpu_platform.py), vLLM's context (prompt + response, as the
     engine must hold both) and the reference optimizer config (a copy of the actor's: never stepped)."""
@@ -467,7 +451,7 @@ def _set(cfg: DictConfig, key: str, value: Any, defaults: dict[str, Any]) -> Non
 
 
 def verl_config(
-    job: JobConfig,
+    job: LaunchJob,
     *,
     data_files: Mapping[str, str | os.PathLike],
     reward_module: str | os.PathLike,
@@ -476,9 +460,9 @@ def verl_config(
     n_gpus_per_node: int,
     nnodes: int,
     extra: Mapping[str, Any] | None = None,
+    reward_kwargs: Mapping[str, Any],
+    stages: Sequence[str],
     init_model: str | os.PathLike | None = None,
-    reward_kwargs: Mapping[str, Any] | None = None,
-    stages: Sequence[str] | None = None,
 ) -> DictConfig:
     """verl 0.9's `ppo_trainer` config for `job`, every interpolation resolved (see the module docstring).
 
@@ -487,16 +471,12 @@ def verl_config(
     ckpt_dir: trainer.default_local_dir, where verl writes global_step_<k>/ and resumes from.
     extra: dotted verl keys set last, e.g. {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.6};
         a key verl does not have is refused.
+    reward_kwargs: reward.custom_reward_function.reward_kwargs (the judge job's: export.judge_reward_kwargs).
+    stages: the job's stages that set verl's validation (eval_base: before training, eval_rl: at the end).
     init_model: the checkpoint to start from (e.g. judge_rl's SFT init) instead of the job's model.
-    reward_kwargs, stages: for a job that is not the judge job (the policy job, judge_rl/policy/verl.py):
-        reward.custom_reward_function.reward_kwargs as given (None: the judge job's {reward_name, **weights},
-        after checking that its reward runs on verl) and the stages that set verl's validation (None: job.stages).
     """
     if n_gpus_per_node < 1 or nnodes < 1:
         raise VerlTranslationError(f"n_gpus_per_node={n_gpus_per_node}, nnodes={nnodes}: both must be >= 1")
-    if reward_kwargs is None:
-        _check_reward(job)
-        reward_kwargs = {"reward_name": job.reward.name, **job.reward.weights}
     try:
         check_critic(job.algorithm)
     except ValueError as e:
@@ -518,7 +498,7 @@ def verl_config(
         nnodes=nnodes,
         model_path=model_path,
         reward_kwargs=reward_kwargs,
-        stages=job.stages if stages is None else stages,
+        stages=stages,
         rollout_tp=choose_rollout_tp(
             model_arch(job.model, model_path),
             job.cluster.rollout_tp or int(cfg.actor_rollout_ref.rollout.tensor_model_parallel_size),
