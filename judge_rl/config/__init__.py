@@ -1,6 +1,6 @@
 """judge_rl's configuration, the bottom floor of the package: it imports no other judge_rl package but `models.dirs`.
 
-    schema   the dataclasses behind conf/ (JobBase, JobConfig, EvalJobConfig, ModelConfig, JudgeClientConfig, ...)
+    schema   the dataclasses behind conf/ (RunBase, JobBase, JobConfig, EvalJobConfig, ModelConfig, JudgeClientConfig, ...)
     checks   checks that need no registry: typed_config, check_ranges, validate_model
     paths    where conf/ is, and one config file of a group read and typed (load_group_file)
 
@@ -27,6 +27,7 @@ from judge_rl.config.schema import (  # noqa: F401
     EvalJobConfig,
     EvalScoringConfig,
     JobBase,
+    RunBase,
     JobConfig,
     JudgeClientConfig,
     JudgeConfig,

@@ -5,7 +5,7 @@ typed_config`), so a misspelt key or a wrong type fails at start-up with the key
 combine is checked above the registries it consults (judge_rl/jobs/), and each recipe types and checks its own
 `algorithm` node (judge_rl/recipes/; the online RL one is `judge_rl.backends.algorithm.AlgorithmConfig`).
 
-Every job's config is a `JobBase` (seed, cache_dir, run_dir, resume, logger); every client of an
+Every job's config is a `JobBase` (a `RunBase`: seed, cache_dir, run_dir, resume; and a logger); every client of an
 OpenAI-compatible judge (the eval app's server, the policy's judge, curation's teacher) reads a
 `JudgeClientConfig`, with one set of defaults.
 """
@@ -13,10 +13,7 @@ OpenAI-compatible judge (the eval app's server, the policy's judge, curation's t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Optional
-
-from omegaconf import DictConfig, OmegaConf
 
 
 def dotted_leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -232,9 +229,9 @@ STAGES = ("eval_base", "sft", "eval_sft", "rl", "eval_rl")
 
 
 @dataclass
-class JobBase:
-    """What every job's config has: its seed, where models are cached, its run directory, whether a re-run
-    there resumes, and its logger."""
+class RunBase:
+    """What every app's config has (curation's too): its seed, where models are cached, its run directory and
+    whether a re-run there resumes."""
 
     seed: int = 42
     cache_dir: str = "~/.cache/judge_rl"
@@ -242,6 +239,12 @@ class JobBase:
     # re-running in a run_dir continues its saved run when the config matches (else refuses with the diff);
     # false: move the saved run to run_dir/superseded/ and start afresh
     resume: bool = True
+
+
+@dataclass
+class JobBase(RunBase):
+    """What every job that logs metrics has besides: its logger (the main, eval and policy jobs)."""
+
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
 

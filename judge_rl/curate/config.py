@@ -12,7 +12,7 @@ from typing import Optional
 
 from omegaconf import DictConfig
 
-from judge_rl.config import DatasetSpec, ModelConfig, ServerConfig, check_ranges, typed_config, validate_model
+from judge_rl.config import DatasetSpec, ModelConfig, RunBase, ServerConfig, check_ranges, typed_config, validate_model
 from judge_rl.models.dirs import looks_local, require_model_dir
 
 TEACHERS = ("gold", "server", "checkpoint")
@@ -100,7 +100,7 @@ class AccuracyConfig:
 
 
 @dataclass
-class CurateConfig:
+class CurateConfig(RunBase):
     """`python -m judge_rl.curate` (conf/curate.yaml).
 
     model: the judge (conf/model): samples the difficulty filter's judgments and is the default embedder;
@@ -128,12 +128,9 @@ class CurateConfig:
     diversity: DiversityConfig = field(default_factory=DiversityConfig)
     accuracy: AccuracyConfig = field(default_factory=AccuracyConfig)
     limit: Optional[int] = None
-    seed: int = 42
     device: str = "auto"
-    cache_dir: str = "~/.cache/judge_rl"
     output: str = "outputs/curate/curated.jsonl"
     run_dir: str = "outputs/curate"
-    resume: bool = True
 
 
 # Keys a re-run in the same run_dir may change and still resume: they change which saved judgments are used

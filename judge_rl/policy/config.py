@@ -28,7 +28,7 @@ from judge_rl.config import (
     JOB_RANGES,
     ClusterConfig,
     JudgeClientConfig,
-    LoggerConfig,
+    JobBase,
     ModelConfig,
     ReportConfig,
     TrainerConfig,
@@ -149,22 +149,20 @@ class IFEvalRunConfig:
 
 
 @dataclass
-class PolicyJobConfig:
+class PolicyJobConfig(JobBase):
+    """`python -m judge_rl.policy` (conf/policy.yaml): GRPO on a policy graded by a judge or by rules."""
+
+    run_dir: str = "outputs/policy"
     model: ModelConfig = field(default_factory=ModelConfig)  # the policy
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     policy_reward: PolicyRewardConfig = field(default_factory=PolicyRewardConfig)
     judge: RewardJudgeConfig = field(default_factory=RewardJudgeConfig)
     policy_data: PolicyDataConfig = field(default_factory=PolicyDataConfig)
     judge_failure: JudgeFailurePolicy = field(default_factory=JudgeFailurePolicy)
     ifeval: IFEvalRunConfig = field(default_factory=IFEvalRunConfig)
-    seed: int = 42
-    cache_dir: str = "~/.cache/judge_rl"
-    run_dir: str = "outputs/policy"
-    resume: bool = True
     dry_run: bool = False  # verl backend: print the verl command and config, launch nothing
 
 

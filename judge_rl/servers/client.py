@@ -60,6 +60,7 @@ thread already runs a loop (as `judge_rl.servers.openai` does).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import json
 import math
@@ -447,11 +448,15 @@ def complete_many(
 def nearest_rank(values: Sequence[float], p: float) -> float:
     """The nearest-rank p-th percentile (0 < p <= 100): the smallest value with at least p% of the
     values at or below it, i.e. sorted(values)[ceil(p / 100 * n) - 1]. NaN for no values."""
+    return sorted_rank(sorted(values), p)
+
+
+def sorted_rank(ordered: Sequence[float], p: float) -> float:
+    """`nearest_rank` of values already in ascending order: O(1), for a summary asked after every call."""
     if not 0 < p <= 100:
         raise ValueError(f"p={p}: expected 0 < p <= 100")
-    if not values:
+    if not ordered:
         return math.nan
-    ordered = sorted(values)
     return float(ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1])
 
 
@@ -513,7 +518,7 @@ class JudgeTelemetry:
             self._cache_hits = 0
             self._prompt_tokens = 0
             self._completion_tokens = 0
-            self._latencies: list[float] = []
+            self._latencies: list[float] = []  # kept in ascending order: summary() is asked after every call
             self._reasons: Counter[str] = Counter()
 
     def __len__(self) -> int:
@@ -530,7 +535,7 @@ class JudgeTelemetry:
             if reply.cached:
                 self._cache_hits += 1
             else:
-                self._latencies.append(reply.latency_s)
+                bisect.insort(self._latencies, reply.latency_s)
             if outcome is not None:
                 self._reasons[outcome.reason] += 1
 
@@ -546,8 +551,8 @@ class JudgeTelemetry:
                 "judge/cache_hits": float(self._cache_hits),
                 "judge/prompt_tokens": float(self._prompt_tokens),
                 "judge/completion_tokens": float(self._completion_tokens),
-                "judge/latency_p50_s": nearest_rank(self._latencies, 50),
-                "judge/latency_p95_s": nearest_rank(self._latencies, 95),
+                "judge/latency_p50_s": sorted_rank(self._latencies, 50),
+                "judge/latency_p95_s": sorted_rank(self._latencies, 95),
                 "judge/failures": float(failures),
                 "judge/failure_rate": failures / self._calls if self._calls else math.nan,
             }

@@ -362,6 +362,22 @@ def test_nearest_rank_percentiles():
         nearest_rank(values, 0)
 
 
+def test_telemetry_percentiles_match_nearest_rank_whatever_order_the_calls_came_in():
+    """The telemetry keeps its latencies sorted as they arrive (the verl reward manager asks for a summary after
+    every sample, which sorted them all each time); its percentiles are still those of nearest_rank."""
+    import random
+
+    rng = random.Random(0)
+    latencies = [rng.uniform(0.01, 9.0) for _ in range(997)]
+    telemetry = JudgeTelemetry()
+    for i, latency in enumerate(latencies):
+        telemetry.record(JudgeReply(text="x", failure=None, latency_s=latency))
+        if i in (0, 1, 10, 500, 996):
+            summary = telemetry.summary()
+            assert summary["judge/latency_p50_s"] == nearest_rank(latencies[: i + 1], 50)
+            assert summary["judge/latency_p95_s"] == nearest_rank(latencies[: i + 1], 95)
+
+
 def test_identical_calls_are_sent_once(serve):
     server = serve(lambda n, body: Answer(text=f"answer {n}", prompt_tokens=9, completion_tokens=4, sleep_s=0.1))
     client = client_for(server)

@@ -12,6 +12,3 @@ from judge_rl.evaluation.benchmarks.pairwise import PairBenchmark
 class HHRLHFBenchmark(PairBenchmark):
     dataset = "hh-rlhf"
     build_pair = staticmethod(pair_builder(parse_hh_rlhf))
-
-    def build(self, src, number, record):
-        return [self.build_pair(src, number, record)]

@@ -15,6 +15,3 @@ class LLMBarBenchmark(PairBenchmark):
 
     dataset = "llmbar"
     build_pair = staticmethod(pair_builder(parse_llmbar))
-
-    def build(self, src, number, record):
-        return [self.build_pair(src, number, record)]

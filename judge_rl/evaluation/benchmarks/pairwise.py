@@ -71,9 +71,15 @@ class PairBenchmark(Benchmark):
 
     dataset: str = ""
     default_subset: str | None = None  # the subset name when rows carry none (default: the pair source)
+    # `(src, number, record) -> PreferencePair` for a benchmark whose row is one pair (data.loaders.pair_builder of
+    # a row parser); a benchmark whose row holds several pairs overrides `build` instead
+    build_pair = None
 
     def build(self, src: str, number: int, record: dict[str, Any]) -> list[PreferencePair]:
-        raise NotImplementedError
+        """The pairs of one row: by default the one `build_pair` makes."""
+        if self.build_pair is None:
+            raise NotImplementedError(f"{type(self).__name__}: set build_pair (one pair a row) or override build")
+        return [self.build_pair(src, number, record)]
 
     def row_subset(self, record: dict[str, Any]) -> str:
         raise MalformedRow("this benchmark has no subsets to select")
