@@ -167,8 +167,8 @@ def claim_run_dir(
         write_status(run_dir, "running")
         try:
             yield run_dir
-        except KeyboardInterrupt:
-            write_status(run_dir, "interrupted", "KeyboardInterrupt")
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (judge_rl/stopping.py's Terminated)
+            write_status(run_dir, "interrupted", str(e) or "KeyboardInterrupt")
             raise
         except Exception as e:
             write_status(run_dir, "failed", one_line(e))

@@ -54,6 +54,6 @@ for method in "${OFFLINE[@]}"; do
 done
 if [ -z "${PRINT_ONLY:-}" ]; then
   python -m judge_rl.report "${OUT}"/offline_* "${OUT}/online" --paper "thinkj_${TABLE}" \
-    --columns judge/rewardbench/official/overall,judge/rmbench/official/overall,judge/held_out/consistent_accuracy,judge_minus_sft/consistent_accuracy \
+    --columns judge/rewardbench/official/overall,judge/rmbench/official/overall/avg_acc,judge/held_out/consistent_accuracy,judge_minus_sft/consistent_accuracy \
     --out "${OUT}"
 fi

@@ -44,6 +44,7 @@ TINY_RUN = [
     "logger=none",
     "trainer.total_steps=2",
     "trainer.save_every=1",
+    "trainer.eval_every=0",
     "trainer.max_new_tokens=12",
     "trainer.prompts_per_step=2",
     "algorithm.rollout_n=2",

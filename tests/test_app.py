@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,6 +118,29 @@ def test_killed_run_resumes_from_its_checkpoint_and_matches_an_uninterrupted_run
         for key in ("critic/score/mean", "response_length/mean", "actor/pg_loss", "actor/kl_loss"):
             assert ma[key] == pytest.approx(mb[key], rel=1e-4, abs=1e-6), (ma["step"], key)
     assert straight["training"]["rl"]["steps"] == 3
+
+
+def test_a_torn_metrics_row_the_checkpoint_covers_is_written_back_on_resume(tmp_path):
+    """On the main before this, resuming from global_step_2 after a torn step-2 line gave steps 1, 3 and a reward
+    curve with a hole: the row is now rewritten from the checkpoint, which saves every step's row."""
+    overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=3", "trainer.keep_checkpoints=3", f"cache_dir={CACHE_DIR}",
+                 f"run_dir={tmp_path}"]  # fmt: skip
+    run(compose_config(overrides))
+    metrics = tmp_path / "metrics.jsonl"
+    rows = [json.loads(x) for x in metrics.read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    # a crash in step 3: its checkpoint and the final model never written, step 2's line cut mid-write
+    shutil.rmtree(tmp_path / "rl_model")
+    shutil.rmtree(tmp_path / "checkpoints" / "global_step_3")
+    (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
+    metrics.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1])[:40])
+    resumed = run(compose_config(overrides))
+    assert resumed["training"]["rl"]["resumed_from"] == 2
+    again = [json.loads(x) for x in metrics.read_text().splitlines()]
+    assert [r["step"] for r in again] == [1, 2, 3]
+    assert again[1] == rows[1]  # step 2's row as it was logged
+    assert resumed["training"]["rl"]["steps"] == 3 and None not in resumed["training"]["rl"]["rewards"]
+    assert len(resumed["training"]["rl"]["rewards"]) == 3
 
 
 REWARD_OPTIONS = sorted(p.stem for p in (REPO_ROOT / "conf" / "reward").glob("*.yaml"))

@@ -101,3 +101,15 @@ def test_a_sweep_records_every_failing_point_and_lists_them_at_its_end(tmp_path)
     md = (sweep / "report.md").read_text()
     assert "| trainer.save_every=0 | failed: ValueError: trainer.save_every=0: expected >= 1" in md
     assert "| trainer.save_every=1 | finished |" in md
+
+
+def test_a_sweep_naming_an_unknown_option_fails_in_one_line_before_any_point_runs(tmp_path):
+    """On the main before this, `-m algorithm=direct,nonexistent` ran nothing and printed Hydra's multi-line error."""
+    rc, out, err = finish(judge_rl("-m", *QUICK, "algorithm=direct,nonexistent", cwd=tmp_path), timeout=120)
+    assert rc == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("judge_rl: error: algorithm=nonexistent: no such algorithm option; "
+                                                   "available: bt, direct, dpo_critic")  # fmt: skip
+    assert "grpo" in lines[0] and not list(tmp_path.glob("multirun/*/*/*"))
+    rc, _, err = finish(judge_rl(*QUICK, "reward=strenght", cwd=tmp_path), timeout=120)  # a single run alike
+    assert rc == 1 and err.strip().startswith("judge_rl: error: reward=strenght: no such reward option; available:")

@@ -89,3 +89,13 @@ def test_every_experiment_composes_and_passes_validation(name):
     assert job.trainer.total_steps >= 1
     if name == "reference_guided_grpo":
         assert job.algorithm.group_both_orders and job.data.train.kwargs["reference"] and job.data.eval.kwargs["reference"]
+
+
+@pytest.mark.parametrize("override", ["reward=consistency", "reward=binary", "reward.weights.correct_weight=2.0"])
+def test_a_reward_the_bradley_terry_recipe_does_not_read_is_refused(override):
+    """On the main before this `reward=consistency algorithm=bt` trained a BT model and reported it as if the reward
+    had shaped it."""
+    with pytest.raises(ValueError, match=r"algorithm=bt \(recipe bt\) does not read `reward`.*reward=strength"):
+        job("algorithm=bt", override)
+    assert job("algorithm=bt").algorithm.name == "bt"  # the default reward: nothing set, nothing refused
+    assert job("algorithm=grpo", override).reward.name  # the online recipe reads it

@@ -10,6 +10,10 @@
 - In a multirun, a failing point does not stop or hide the others: its error goes into its own
   directory, the sweep goes on, and it ends (`SweepReport`, a Hydra callback in conf/*.yaml) with the
   list of points that did not finish and their one-line reasons, and exit code 1.
+- SIGTERM (a scheduler's preemption or time limit) stops the app cleanly (judge_rl/stopping.py): status.json says
+  "interrupted", the exit code is 143, and a re-run in the same run_dir resumes.
+- A config-group choice that names no option (`algorithm=nope`, or one value of a sweep) fails before anything
+  runs with one line listing the available options.
 - `--dry-run` is sugar for the override `dry_run=true`.
 """
 
@@ -26,7 +30,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from judge_rl.config.paths import CONF_DIR, set_repo_root_env
+from judge_rl import stopping
+from judge_rl.config.paths import CONF_DIR, REPO_ROOT, set_repo_root_env
 from judge_rl.rundir import STATUS_FILE, one_line, read_status, write_status
 from judge_rl.reports.logging import hydra_context
 from judge_rl.reports.schema import hydra_overrides
@@ -57,6 +62,14 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
     def task(cfg: DictConfig) -> Any:
         try:
             return run_fn(cfg)
+        except stopping.Terminated:  # status.json already says interrupted (rundir.claim_run_dir)
+            job_dir = _job_dir()
+            if job_dir is not None and read_status(job_dir) is None:
+                job_dir.mkdir(parents=True, exist_ok=True)
+                write_status(job_dir, "interrupted", "SIGTERM")
+            print(f"judge_rl: interrupted by SIGTERM; what was complete is saved, a re-run in the same run_dir resumes "
+                  f"(exit {stopping.EXIT_CODE})", file=sys.stderr, flush=True)  # fmt: skip
+            sys.exit(stopping.EXIT_CODE)  # a sweep stops too: its scheduler asked the whole job to stop
         except Exception as e:
             line = one_line(e)
             job_dir = _job_dir()
@@ -74,11 +87,56 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
     return task
 
 
+def unknown_choice(argv: list[str]) -> str | None:
+    """The first config-group choice on the command line that names no option of its group (`algorithm=nope`, or
+    one value of a sweep `algorithm=direct,nope`), as one line naming the available options; None when every choice
+    exists. Hydra would say so only after composing, in several lines, and a sweep would run nothing."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    try:
+        overrides = OverridesParser.create().parse_overrides([a for a in argv if not a.startswith("-")])
+    except Exception:  # noqa: BLE001  a malformed override: Hydra's own message says what is wrong
+        return None
+    for o in overrides:
+        group = o.key_or_group
+        dirs = [d / group for d in (CONF_DIR, REPO_ROOT) if not group.startswith("hydra") and (d / group).is_dir()]
+        if o.is_delete() or not dirs:
+            continue
+        if o.value_type == ValueType.ELEMENT:
+            values = [o.value()]
+        elif o.value_type in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP):
+            values = list(o.value().list)
+        else:  # glob, range, interval: Hydra resolves them
+            continue
+        for value in values:
+            if isinstance(value, str) and not any((d / f"{value}.yaml").is_file() for d in dirs):
+                known = sorted({p.stem for d in dirs for p in d.glob("*.yaml") if not p.stem.startswith("_")})
+                return f"{group}={value}: no such {group} option; available: {', '.join(known)}"
+    return None
+
+
+def quiet_library_progress() -> None:
+    """No per-file tqdm bars from the libraries (transformers' "Loading weights", datasets' "Tokenizing train
+    dataset", the hub's downloads): each stage shows one bar of its own (judge_rl/reports/console.py). An explicit
+    HF_HUB_DISABLE_PROGRESS_BARS / HF_DATASETS_DISABLE_PROGRESS_BARS=0 in the environment keeps them."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    if os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and "transformers" in sys.modules:  # imported before this
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
 def hydra_app(config_name: str, run_fn: Callable[[DictConfig], Any]) -> None:
     """Run `run_fn` as the Hydra app of conf/<config_name>.yaml on this process's command line (see the module
     docstring)."""
     set_repo_root_env()
+    stopping.install()
+    quiet_library_progress()
     sys.argv = [sys.argv[0], *flags_to_overrides(sys.argv[1:])]
+    bad = unknown_choice(sys.argv[1:])
+    if bad is not None:
+        print(f"judge_rl: error: {bad}", file=sys.stderr, flush=True)
+        sys.exit(1)
     hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=config_name)(hydra_task(run_fn))()
 
 

@@ -14,12 +14,22 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, field, make_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.backends import BACKENDS
-from judge_rl.config import JOB_RANGES, NEUTRAL_KEYS, STAGES, JobConfig, check_ranges, typed_config, validate_model
+from judge_rl.config import (
+    JOB_RANGES,
+    NEUTRAL_KEYS,
+    STAGES,
+    JobConfig,
+    RewardConfig,
+    check_ranges,
+    typed_config,
+    validate_model,
+)
+from judge_rl.config.paths import CONF_DIR, load_group_file
 from judge_rl.data.loaders import check_loader_kwargs
 from judge_rl.models.dirs import require_model_dir
 from judge_rl.recipes import RECIPES
@@ -115,5 +125,29 @@ def validate(job: JobConfig) -> None:
         raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
     if job.cluster.device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
+    check_ignored_groups(job, recipe)
     if recipe.validate is not None:
         recipe.validate(job)
+
+
+# the groups a recipe may declare it ignores, with the schema of their options
+IGNORABLE_GROUPS = {"reward": RewardConfig}
+
+
+def default_option(group: str) -> Any:
+    """The option conf/config.yaml's defaults list picks for `group`, typed."""
+    for entry in OmegaConf.load(CONF_DIR / "config.yaml").defaults:
+        if isinstance(entry, Mapping) and group in entry:
+            return load_group_file(group, entry[group], IGNORABLE_GROUPS[group], group)
+    raise ValueError(f"conf/config.yaml: no default option for the group {group!r}")
+
+
+def check_ignored_groups(job: JobConfig, recipe) -> None:
+    """Refuse a group the recipe does not read (`Recipe.ignores`) set away from its default: on the main before this,
+    `algorithm=bt reward=consistency` trained and reported as if the reward had mattered."""
+    for group in recipe.ignores:
+        default, value = default_option(group), getattr(job, group)
+        if value != default:
+            raise ValueError(f"{group}={value.name}: algorithm={job.algorithm.name} (recipe {recipe.name}) does not read "
+                             f"`{group}`, so this setting would change nothing; leave it at its default "
+                             f"({group}={default.name}, no {group}.* overrides)")

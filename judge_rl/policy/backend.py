@@ -188,6 +188,7 @@ def graded_metrics(r: ScoredRollouts) -> dict[str, float]:
         "critic/score/mean": r.scores.mean().item(),
         "critic/score/max": r.scores.max().item(),
         "critic/score/min": r.scores.min().item(),
+        "critic/score/std": r.scores.std(unbiased=False).item(),  # judge_rl's: the step's spread (verl logs min/max)
         "critic/rewards/mean": r.scores.mean().item(),
         "response_length/clip_ratio": float(np.mean([not f for f in r.finished])),
     }

@@ -69,6 +69,30 @@ class PolicyRewardConfig:
 
 
 @dataclass
+class JudgeFaultsConfig:
+    """Failures the judge this job serves itself injects (judge.engine=local; the hooks of judge_rl/servers/http.py),
+    to rehearse a study's failure handling: what judge_failure.* does with a judge that errs, hangs or talks
+    nonsense, before a real judge does it. Request n counts from 1 over the job's judge calls; 0 / null: off."""
+
+    fail_first_n: int = 0  # requests 1..n answer HTTP 500 (a judge that recovers)
+    fail_every: int = 0  # request n with n % k == 0 answers HTTP 500 (a flaky judge)
+    hang_every: int = 0  # request n with n % k == 0 waits hang_s first (past judge.timeout_s: a timeout)
+    hang_s: float = 5.0
+    garbage_every: int = 0  # request n with n % k == 0 answers HTTP 200 with a body that is not JSON
+    reply: Optional[str] = None  # every reply's text instead of the model's (e.g. "perhaps": no verdict)
+
+    def server_kwargs(self) -> dict[str, Any]:
+        """ChatCompletionServer's keyword arguments for these faults."""
+        text = self.reply
+        return {"fail_first_n": self.fail_first_n, "fail_every": self.fail_every, "hang_every": self.hang_every,
+                "hang_s": self.hang_s, "garbage_every": self.garbage_every,
+                "reply_override": None if text is None else (lambda n, body: text)}  # fmt: skip
+
+    def active(self) -> bool:
+        return self != JudgeFaultsConfig()
+
+
+@dataclass
 class RewardJudgeConfig(JudgeClientConfig):
     """The judge that grades the policy and how it is reached (conf/judge/<name>.yaml).
 
@@ -105,6 +129,7 @@ class RewardJudgeConfig(JudgeClientConfig):
     startup_timeout_s: float = 900.0
     max_model_len: Optional[int] = None  # --max-model-len; null: the model's context on a GPU, 2048 on a CPU
     vllm_args: list[str] = field(default_factory=list)
+    faults: JudgeFaultsConfig = field(default_factory=JudgeFaultsConfig)  # local: injected failures (rehearsals)
 
 
 @dataclass
@@ -191,6 +216,11 @@ POLICY_RANGES = {
     "judge.gpu_memory_utilization": "(0, 1]",
     "judge.startup_timeout_s": "> 0",
     "judge.max_model_len": ">= 1",
+    "judge.faults.fail_first_n": ">= 0",
+    "judge.faults.fail_every": ">= 0",
+    "judge.faults.hang_every": ">= 0",
+    "judge.faults.hang_s": "> 0",
+    "judge.faults.garbage_every": ">= 0",
     "judge_failure.min_group_size": ">= 1",
     "judge_failure.max_failure_rate": "[0, 1]",
     "policy_data.n_train": ">= 1",
@@ -244,6 +274,9 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     if spec.needs_judge and j.engine == "none":
         raise ValueError(f"policy_reward={r.name} asks a judge; judge=none has none (use judge=embedded, trained, "
                          "openai or vllm, or policy_reward=rule)")
+    if j.faults.active() and j.engine != "local":
+        raise ValueError(f"judge.faults.*: injected failures come from the judge server this job starts (judge.engine=local); "
+                         f"judge.engine={j.engine} reaches another server, which would never inject them")
     if j.engine == "openai" and not j.base_url:
         raise ValueError("judge.engine=openai needs judge.base_url (e.g. judge.base_url=https://api.openai.com/v1)")
     if j.engine == "openai" and not _is_local_url(j.base_url) and not os.environ.get(j.api_key_env):

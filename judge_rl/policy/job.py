@@ -122,10 +122,10 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
             console.print(f"judge: {job.judge.name} ({job.judge.engine}) at {client.endpoint}, model {endpoint.model}")
         task = policy_task(job, run_dir, prompts, grader, ifeval_on if ifeval else None,
                            endpoint.base_url if endpoint is not None else None, endpoint.model if endpoint is not None else None)  # fmt: skip
-        from judge_rl.backends.local.loop import latest_checkpoint
+        from judge_rl.backends.local.loop import checkpoint_metrics, latest_checkpoint
 
         found = latest_checkpoint(run_dir / "checkpoints")  # verl's are under verl/: it logs its steps again
-        logger.drop_steps_after(found[0] if found else 0)
+        logger.drop_steps_after(found[0] if found else 0, checkpoint_metrics(found[1]) if found else ())
         try:
             model_dir = BACKENDS.get(job.cluster.backend)(job, run_dir, task, logger.log).model_dir
         except JudgeFailureRateExceeded as e:  # the stopped step's telemetry and failures stay in metrics.jsonl

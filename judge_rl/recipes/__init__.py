@@ -26,13 +26,16 @@ from judge_rl.registry import Registry
 
 @dataclass(frozen=True)
 class Recipe:
-    """A training method: `run(job, run_dir) -> results`, the dataclass that types its `algorithm` node, and
-    `validate(job)`, its own checks of a composed job (run before any model loads; None: none)."""
+    """A training method: `run(job, run_dir) -> results`, the dataclass that types its `algorithm` node,
+    `validate(job)`, its own checks of a composed job (run before any model loads; None: none), and `ignores`, the
+    config groups of the main job it does not read (e.g. a Bradley-Terry model reads no `reward`): a job that sets
+    one away from its default is refused (judge_rl/jobs/train.py), never run with the setting silently unused."""
 
     name: str
     run: Callable[[Any, Path], dict[str, Any]]
     config: type
     validate: Callable[[Any], None] | None = None
+    ignores: tuple[str, ...] = ()
 
 
 # the modules that register recipes are imported on the first lookup (they import models, TRL and verl)
@@ -48,11 +51,12 @@ RECIPES: Registry[Recipe] = Registry(
 )
 
 
-def register_recipe(name: str, config: type, validate: Callable[[Any], None] | None = None) -> Callable:
-    """Decorator: register `fn(job, run_dir) -> results` as the recipe `name`, typed by `config`."""
+def register_recipe(name: str, config: type, validate: Callable[[Any], None] | None = None,
+                    ignores: tuple[str, ...] = ()) -> Callable:  # fmt: skip
+    """Decorator: register `fn(job, run_dir) -> results` as the recipe `name`, typed by `config` (see `Recipe`)."""
 
     def decorator(fn: Callable) -> Callable:
-        RECIPES.register(name)(Recipe(name, fn, config, validate))
+        RECIPES.register(name)(Recipe(name, fn, config, validate, tuple(ignores)))
         return fn
 
     return decorator

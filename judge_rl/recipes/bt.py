@@ -133,7 +133,7 @@ def train_bt(run: Run) -> tuple[Path, dict[str, float]]:
     return target, metrics
 
 
-@register_recipe("bt", config=BTConfig, validate=validate_bt)
+@register_recipe("bt", config=BTConfig, validate=validate_bt, ignores=("reward",))  # it scores; no reward pays it
 def bt(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     # setup: the `scalar` prompt (pointwise: each response scored alone), data and benchmarks, before any model
     run = setup(job, run_dir)

@@ -14,7 +14,7 @@ from typing import Any
 
 from judge_rl.backends import BACKENDS, RLTask
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
-from judge_rl.backends.local.loop import eval_due, latest_checkpoint
+from judge_rl.backends.local.loop import checkpoint_metrics, eval_due, latest_checkpoint
 from judge_rl.config import JobConfig, check_ranges
 from judge_rl.prompts import get_prompt
 from judge_rl.recipes import register_recipe
@@ -94,7 +94,7 @@ def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     # online RL from the init (resuming from the last checkpoint of this run directory)
     if "rl" in job.stages:
         found = latest_checkpoint(run_dir / "checkpoints")
-        run.logger.drop_steps_after(found[0] if found else 0)
+        run.logger.drop_steps_after(found[0] if found else 0, checkpoint_metrics(found[1]) if found else ())
         train = BACKENDS.get(job.cluster.backend)
         rl = train(job, run_dir, judge_rl_task(job, run, init_model, eval_live), run.logger.log)
         history = run.logger.history()

@@ -31,7 +31,7 @@ from judge_rl.prompts import get_prompt
 from judge_rl.prompts.scalar import SignRule
 from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
-from judge_rl.reports.plots import write_plots
+from judge_rl.reports.plots import Anchor, write_plots
 from judge_rl.reports.schema import HEADLINE, entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.reports.summary import print_summary
 from judge_rl.rewards import build_reward, compute_score
@@ -43,19 +43,22 @@ from judge_rl.updates.sft import run_sft, sft_examples
 # ------------------------------------------------------------------ data
 
 
-def load_split(job: JobConfig, split: str) -> list[PreferencePair]:
+def load_split(job: JobConfig, split: str, counts: dict[str, dict] | None = None) -> list[PreferencePair]:
     """`data.<split>` loaded; malformed rows are skipped and counted, an empty split fails with its name."""
-    return load_spec(getattr(job.data, split), f"data.{split}")
+    return load_spec(getattr(job.data, split), f"data.{split}", counts)
 
 
-def load_spec(spec, key: str) -> list[PreferencePair]:
-    """The pairs of a DatasetSpec (`key` names it in messages)."""
+def load_spec(spec, key: str, counts: dict[str, dict] | None = None) -> list[PreferencePair]:
+    """The pairs of a DatasetSpec (`key` names it in messages). `counts[key]` gets the pairs loaded and the malformed
+    rows skipped, with the first reasons (results.json's `data.splits`)."""
     pairs = load_dataset_pairs(spec.loader, **spec.kwargs)
-    skipped = getattr(pairs, "skipped", None)
+    skipped = list(getattr(pairs, "skipped", None) or [])
     if skipped:
         console.print(f"[yellow]{key}: skipped {len(skipped)} malformed rows, e.g. {skipped[0]}[/yellow]")
     if not pairs:
         raise ValueError(f"{key} ({spec.loader}, {spec.kwargs}) gave no pairs")
+    if counts is not None:
+        counts[key] = {"pairs_loaded": len(pairs), "skipped_rows": len(skipped), "skipped": [str(x) for x in skipped[:20]]}
     return list(pairs)
 
 
@@ -65,8 +68,10 @@ def init_items(run: "Run") -> list:
     job = run.job
     if job.sft.data is None:
         return run.train_items
-    pairs = fit_to_context(load_spec(job.sft.data, "sft.data"), run.tokenizer, run.prompt.messages,
-                           job.model.max_prompt_length, "sft.data", run.mode)
+    counts = run.results.setdefault("data", {}).setdefault("splits", {})
+    pairs = fit_to_context(load_spec(job.sft.data, "sft.data", counts), run.tokenizer, run.prompt.messages,
+                           job.model.max_prompt_length, "sft.data", run.mode, counts)
+    run.save()
     return training_items(pairs, run.prompt, job.seed)
 
 
@@ -110,21 +115,29 @@ def training_items(pairs: Sequence[PreferencePair], prompt, seed: int) -> list:
     return balanced_positions(pairs, seed)
 
 
-def fit_to_context(pairs: Sequence[PreferencePair], tokenizer, messages_fn, max_len: int, split: str, mode: str):
-    """Drop pairs whose longest judge prompt exceeds model.max_prompt_length, and say how many."""
+def fit_to_context(pairs: Sequence[PreferencePair], tokenizer, messages_fn, max_len: int, key: str, mode: str,
+                   counts: dict[str, dict] | None = None) -> list[PreferencePair]:  # fmt: skip
+    """Drop pairs whose longest judge prompt exceeds model.max_prompt_length, say how many, and count them, with their
+    reason and lengths, in `counts[key]` (key: "data.train", "data.eval", "sft.data")."""
 
     def longest(p: PreferencePair) -> int:
         items = [JudgeItem(p, "a")] if mode == "pairwise" else pointwise_items([p])
         return max(len(encode_chat(tokenizer, messages_fn(it))) for it in items)
 
-    kept = [p for p in pairs if longest(p) <= max_len]
-    if len(kept) < len(pairs):
+    too_long = {p.pair_id: n for p in pairs if (n := longest(p)) > max_len}
+    kept = [p for p in pairs if p.pair_id not in too_long]
+    if too_long:
         console.print(
-            f"[yellow]data.{split}: {len(pairs) - len(kept)} of {len(pairs)} pairs exceed "
+            f"[yellow]{key}: {len(too_long)} of {len(pairs)} pairs exceed "
             f"model.max_prompt_length={max_len} tokens and are left out[/yellow]"
         )
+    if counts is not None:
+        entry = counts.setdefault(key, {})
+        entry.update(pairs_kept=len(kept), too_long_units=len(too_long),
+                     too_long_reason=f"judge prompt longer than model.max_prompt_length={max_len} tokens",
+                     too_long=dict(list(too_long.items())[:20]))  # fmt: skip
     if not kept:
-        raise ValueError(f"data.{split}: every pair exceeds model.max_prompt_length={max_len}")
+        raise ValueError(f"{key}: every pair exceeds model.max_prompt_length={max_len}")
     return kept
 
 
@@ -179,18 +192,22 @@ def setup(job: JobConfig, run_dir: Path) -> Run:
     mode = judging_mode(prompt)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
     max_len = job.model.max_prompt_length
-    train_pairs = fit_to_context(load_split(job, "train"), tokenizer, prompt.messages, max_len, "train", mode)
-    eval_pairs = load_split(job, "eval")
+    counts: dict[str, dict] = {}  # per split: pairs loaded, malformed rows skipped, pairs too long (results.json)
+    train_pairs = fit_to_context(load_split(job, "train", counts), tokenizer, prompt.messages, max_len, "data.train",
+                                 mode, counts)  # fmt: skip
+    eval_pairs = load_split(job, "eval", counts)
     if job.eval.limit is not None:
         eval_pairs = eval_pairs[: job.eval.limit]
-    eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, max_len, "eval", mode)
+        counts["data.eval"]["eval_limit"] = job.eval.limit
+    eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, max_len, "data.eval", mode, counts)
     results = new_results("main", run_dir)  # saved after each stage
+    results["data"] = {"splits": counts}
     if job.data.strength_from:  # Think-J 3.2.2: strengths from a BT model's margin, terciles of the training split
         from judge_rl.data.strength_from import label_strengths
 
         train_pairs, eval_pairs, info = label_strengths(train_pairs, eval_pairs, job.data.strength_from, job, tokenizer,
                                                         resolve_device(job.cluster.device))
-        results["data"] = {"strength_from": info}
+        results["data"]["strength_from"] = info
         console.print(f"data.strength_from: {info['labelled']['train']} train / {info['labelled']['eval']} held-out pairs "
                       f"labelled, margin edges {info['edges'][0]:.3f} / {info['edges'][1]:.3f}, strengths "
                       f"{info['strengths']['train']} (train)")
@@ -243,6 +260,7 @@ def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None, server=N
     t = time.perf_counter()
     out = _judge_pairs(run, server, run.eval_pairs, run.run_dir / "eval" / stage, label)
     out["seconds"] = time.perf_counter() - t
+    with_left_out(out, run.results.get("data", {}).get("splits", {}).get("data.eval", {}))
     (run.run_dir / "eval" / stage / "summary.json").write_text(json.dumps(out, indent=2))
     run.evals[label] = out["overall"]
     eval_ids = {p.pair_id for p in run.eval_pairs}
@@ -276,6 +294,18 @@ def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None, server=N
         torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
 
 
+def with_left_out(out: dict[str, Any], split: dict[str, Any]) -> dict[str, Any]:
+    """A held-out summary counting the pairs setup left out of data.eval as too long (`too_long_units`, with the reason
+    and their prompt lengths) and its malformed rows, beside those the harness itself found too long for the judge."""
+    counts = out.setdefault("counts", {})
+    counts["too_long_units"] = counts.get("too_long_units", 0) + split.get("too_long_units", 0)
+    counts["skipped_rows"] = split.get("skipped_rows", 0)
+    if split.get("too_long_units"):
+        out["too_long"] = {**split.get("too_long", {}), **out.get("too_long", {})}
+        out["too_long_reason"] = split["too_long_reason"]
+    return out
+
+
 def sample(run: Run, model_dir: Path | None, conversations: list[list[dict]], max_new_tokens: int, temperature: float,
            n: int = 1) -> list[list]:
     """`n` generations per conversation (a list each, in input order) from the causal LM at `model_dir` (None:
@@ -289,6 +319,31 @@ def sample(run: Run, model_dir: Path | None, conversations: list[list[dict]], ma
                     num_samples=n, do_sample=temperature > 0, temperature=temperature if temperature > 0 else 1.0)
 
 
+def live_eval_pairs(run: Run) -> list[PreferencePair]:
+    """The held-out pairs the live policy judges every trainer.eval_every steps: the first trainer.eval_subset."""
+    subset = run.job.trainer.eval_subset
+    return list(run.eval_pairs if subset is None else run.eval_pairs[:subset])
+
+
+def heldout_anchors(run: Run) -> list[Anchor]:
+    """The evaluation stages heldout.png draws beside the live curve: the SFT init at step 0 (on the live subset,
+    from its saved judgments, and on the full set) and the RL judge at the last step (full set)."""
+    from judge_rl.evaluation.benchmarks.pairwise import harness_metrics
+
+    anchors = []
+    if "sft init" in run.evals:
+        anchors.append(Anchor("SFT init, full held-out set", 0, dict(run.evals["sft init"]), subset=False))
+        if run.job.trainer.eval_every > 0 and run.held_out.get("sft") and run.mode == "pairwise":
+            ids = {p.pair_id for p in live_eval_pairs(run)}
+            records = [r for r in run.held_out["sft"] if r.get("pair_id") in ids and not r.get("server_error")]
+            if records:
+                anchors.append(Anchor("SFT init", 0, dict(harness_metrics(records)["overall"]), subset=True))
+    if "rl" in run.evals:
+        anchors.append(Anchor("RL judge, full held-out set", run.job.trainer.total_steps, dict(run.evals["rl"]),
+                              subset=False))  # fmt: skip
+    return anchors
+
+
 def live_evaluator(run: Run) -> Callable[[Any, int], dict[str, float]] | None:
     """`trainer.eval_every=K`: a function that has the live policy judge the held-out pairs (the first
     `trainer.eval_subset`) in both orders, greedy, its judgments saved per step so a resumed run reuses
@@ -296,7 +351,7 @@ def live_evaluator(run: Run) -> Callable[[Any, int], dict[str, float]] | None:
     job = run.job
     if job.trainer.eval_every <= 0:
         return None
-    val_pairs = run.eval_pairs if job.trainer.eval_subset is None else run.eval_pairs[: job.trainer.eval_subset]
+    val_pairs = live_eval_pairs(run)
 
     def evaluate_live_policy(model, step: int) -> dict[str, float]:
         server = HFServer(model, run.tokenizer, job.eval.batch_size, name=job.model.name)
@@ -349,7 +404,7 @@ def report(run: Run, final: str, plot: bool = False) -> dict[str, Any]:
     run.results["final_stage"] = final
     plots: list[Path] = []
     if plot:
-        plots = write_plots(run.logger.history(), run.run_dir)
+        plots = write_plots(run.logger.history(), run.run_dir, heldout_anchors(run))
         if plots:
             run.results["plots"] = [str(p) for p in plots]
             run.logger.log_images(plots)

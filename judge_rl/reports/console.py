@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Callable, Iterator
 
 from rich.console import Console
@@ -15,16 +16,31 @@ console = Console(width=max(shutil.get_terminal_size((140, 40)).columns, 120))
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """Yields `advance(k)`; the bar is transient so logs stay readable."""
+def progress_bar(description: str, total: int, lines: int = 0) -> Iterator[Callable[..., None]]:
+    """Yields `advance(k=1, status=None)`: k more of `total` done, and `status` (e.g. "loss 0.412") shown beside the
+    bar. The bar is transient so logs stay readable; where the console is not a terminal (a log file, CI) no bar
+    is drawn, and with `lines` > 0 one plain line is printed about every total/lines steps and at the last one
+    ("sft 8/16  loss 0.100  11.9 s/step")."""
+    every = max(1, -(-total // lines)) if lines > 0 else 0
+    state = {"done": 0, "start": time.perf_counter()}
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
         console=console,
         transient=True,
     ) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda k=1: progress.advance(task, k)
+        task = progress.add_task(description, total=total, status="")
+
+        def advance(k: int = 1, status: str | None = None) -> None:
+            progress.update(task, advance=k, **({"status": status} if status is not None else {}))
+            before, state["done"] = state["done"], state["done"] + k
+            if every and not console.is_terminal and k > 0 and (state["done"] // every > before // every or state["done"] >= total):
+                per_step = (time.perf_counter() - state["start"]) / state["done"]
+                shown = f"  {status}" if status else ""
+                console.print(f"{description} {state['done']}/{total}{shown}  {per_step:.1f} s/step", highlight=False)
+
+        yield advance

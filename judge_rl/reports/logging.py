@@ -72,6 +72,11 @@ def wandb_run_labels(cfg: LoggerConfig, context: dict[str, Any]) -> dict[str, An
     return {"group": group, "job_type": job_type, "swept": swept}
 
 
+def metrics_row(metrics: dict[str, Any], step: int) -> dict[str, Any]:
+    """One line of metrics.jsonl: the step, then the metrics, NaN written as null."""
+    return {"step": step, **{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}}
+
+
 class MetricsLogger:
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any], resume_step: int | None = None):
         self.path = run_dir / "metrics.jsonl"
@@ -99,20 +104,22 @@ class MetricsLogger:
         elif cfg.name != "none":
             raise ValueError(f"logger.name={cfg.name!r}: expected wandb or none")
 
-    def drop_steps_after(self, step: int) -> None:
-        """On resume: forget logged steps the checkpoint does not contain (they will be redone), and a
-        line torn by a crash."""
-        if not self.path.exists():
+    def drop_steps_after(self, step: int, saved: Sequence[dict[str, Any]] = ()) -> None:
+        """On resume from the checkpoint of `step`: forget logged steps it does not contain (they will be redone)
+        and a line torn by a crash, and write back, from `saved` (the rows the checkpoint holds), any step it
+        covers whose row is missing, so every step up to `step` has exactly one row."""
+        if not self.path.exists() and not saved:
             return
-        keep = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step]
+        rows = {int(r["step"]): r for r in saved if int(r.get("step", 0)) <= step}
+        if self.path.exists():
+            rows.update({int(r["step"]): r for r in read_jsonl(self.path) if r.get("step", 0) <= step})
         tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in keep))
+        tmp.write_text("".join(json.dumps(rows[k]) + "\n" for k in sorted(rows)))
         tmp.replace(self.path)
 
     def log(self, metrics: dict[str, float], step: int) -> None:
-        clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
         with open_for_append(self.path) as f:
-            f.write(json.dumps({"step": step, **clean}) + "\n")
+            f.write(json.dumps(metrics_row(metrics, step)) + "\n")
         self.last_step = step
         if self.wandb_run is not None:
             self.wandb_run.log(metrics, step=step)

@@ -2,8 +2,13 @@
 
 `write_plots(history, run_dir)` writes into `<run_dir>/plots/`:
 
-  reward_curve.png     critic/score/mean per step (the band: the step's min..max score)
-  heldout.png          the periodic held-out evaluation (trainer.eval_every) against step: every val/* rate
+  reward_curve.png     critic/score/mean per step, its spread over the step's samples (mean +- std, within
+                       min..max) and a running mean over the last RUNNING_MEAN steps: one step of 4 prompts is
+                       noisy, the running mean shows the trend
+  heldout.png          held-out accuracy and consistent accuracy: the live policy's periodic evaluation
+                       (trainer.eval_every, on trainer.eval_subset pairs) against step, with the evaluation stages
+                       as anchors (`Anchor`): the SFT init at step 0 (on the same subset, and on the full set) and
+                       the final RL judge (full set) at the last step, so SFT and RL are on one figure
   a_preference.png     the share of verdicts naming Response (a): judge/a_preference of the sampled
                        rollouts and val/a_preference_rate of the held-out judgments, with 0.5 marked
   parse_failures.png   reward/parse_failure_rate and its split by reason (judge/parse_failure/<reason>)
@@ -15,12 +20,24 @@ object API (no pyplot, no display, no global backend switch), so it runs headles
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 PLOTS_DIR = "plots"
-# val/* keys that are not rates in [0, 1]: counts and pointwise mean scores stay out of the rates' plot
-VAL_NOT_RATES = ("val/n_", "val/mean_score")
+RUNNING_MEAN = 3  # steps in the reward's running mean
+HELD_OUT_RATES = ("accuracy", "consistent_accuracy", "pairwise_accuracy")  # drawn in heldout.png (a/parse: own plots)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """An evaluation stage drawn on heldout.png at `step`: its held-out metrics ({"accuracy": ..}), `label`led, and
+    whether they are on the live evaluation's subset (same pairs as the curve) or the full held-out set."""
+
+    label: str
+    step: float
+    metrics: dict[str, float]
+    subset: bool
 
 
 def series(history: Sequence[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
@@ -67,28 +84,53 @@ def _line(ax, xs, ys, label: str, **kw) -> None:
     ax.plot(xs, ys, label=label, marker="o" if len(xs) <= 20 else None, markersize=3, **kw)
 
 
+def running_mean(values: Sequence[float], window: int = RUNNING_MEAN) -> list[float]:
+    """The mean of each value and the up to `window - 1` before it."""
+    return [sum(values[max(0, i - window + 1): i + 1]) / (i + 1 - max(0, i - window + 1)) for i in range(len(values))]
+
+
 def reward_plot(history, out_dir: Path) -> Path | None:
     xs, ys = series(history, "critic/score/mean")
     if not xs:
         return None
-    fig, ax = _figure("RL reward", "score")
+    fig, ax = _figure("RL reward of the sampled judgments", "score")
     lo_x, lo = series(history, "critic/score/min")
     hi_x, hi = series(history, "critic/score/max")
-    if lo_x == xs and hi_x == xs:
-        ax.fill_between(xs, lo, hi, alpha=0.2, label="min..max")
-    _line(ax, xs, ys, "critic/score/mean")
+    sd_x, sd = series(history, "critic/score/std")
+    if sd_x == xs:  # the step's spread: mean +- std over its samples, never past the step's min..max
+        low = [max(m - s, lo[i]) if lo_x == xs else m - s for i, (m, s) in enumerate(zip(ys, sd))]
+        high = [min(m + s, hi[i]) if hi_x == xs else m + s for i, (m, s) in enumerate(zip(ys, sd))]
+        ax.fill_between(xs, low, high, alpha=0.2, label="step mean +- std over its samples")
+    elif lo_x == xs and hi_x == xs:
+        ax.fill_between(xs, lo, hi, alpha=0.2, label="step min..max")
+    _line(ax, xs, ys, "step mean (critic/score/mean)", linewidth=1, alpha=0.6)
+    if len(xs) >= RUNNING_MEAN:
+        ax.plot(xs, running_mean(ys), linewidth=2.5, color="black", label=f"running mean ({RUNNING_MEAN} steps)")
     return _save(fig, out_dir / "reward_curve.png", ax)
 
 
-def heldout_plot(history, out_dir: Path) -> Path | None:
-    keys = [k for k in _keys(history, "val/") if not k.startswith(VAL_NOT_RATES)]
-    drawn = [(k, *series(history, k)) for k in keys]
+def heldout_plot(history, out_dir: Path, anchors: Sequence[Anchor] = ()) -> Path | None:
+    drawn = [(k, *series(history, f"val/{k}")) for k in HELD_OUT_RATES]
     drawn = [d for d in drawn if d[1]]
-    if not drawn:
+    anchors = [a for a in anchors if any(k in a.metrics for k in HELD_OUT_RATES)]
+    if not drawn and not anchors:
         return None
-    fig, ax = _figure("held-out judging by the live policy (both orders, greedy)", "rate")
-    for key, xs, ys in drawn:
-        _line(ax, xs, ys, key)
+    fig, ax = _figure("held-out judging (both orders, greedy)", "rate")
+    colors = {}
+    for key, xs, ys in drawn:  # the live policy on the subset, joined to the SFT init's value on the same pairs
+        start = [a for a in anchors if a.subset and key in a.metrics and a.step < xs[0]]
+        xs, ys = [a.step for a in start] + xs, [a.metrics[key] for a in start] + ys
+        line = ax.plot(xs, ys, marker="o", markersize=3, label=f"{key}, live policy on the subset")[0]
+        colors[key] = line.get_color()
+    for a in anchors:
+        if a.subset and drawn:
+            continue  # drawn as the curve's first point
+        for key in HELD_OUT_RATES:
+            if key in a.metrics:
+                ax.plot([a.step], [a.metrics[key]], marker="*" if "rl" in a.label.lower() else "D", markersize=10,
+                        linestyle="none", color=colors.get(key), label=f"{key}, {a.label}")  # fmt: skip
+                ax.annotate(f"{a.metrics[key]:.3f}", (a.step, a.metrics[key]), textcoords="offset points",
+                            xytext=(6, -4 if key == "consistent_accuracy" else 4), fontsize="small")  # fmt: skip
     ax.set_ylim(-0.05, 1.05)
     return _save(fig, out_dir / "heldout.png", ax)
 
@@ -120,10 +162,10 @@ def parse_failure_plot(history, out_dir: Path) -> Path | None:
     return _save(fig, out_dir / "parse_failures.png", ax)
 
 
-PLOTS = (reward_plot, heldout_plot, a_preference_plot, parse_failure_plot)
-
-
-def write_plots(history: list[dict], run_dir: Path) -> list[Path]:
-    """Write the learning-curve PNGs of `history` (logged steps) under `<run_dir>/plots/`; the paths written."""
+def write_plots(history: list[dict], run_dir: Path, anchors: Sequence[Anchor] = ()) -> list[Path]:
+    """Write the learning-curve PNGs of `history` (logged steps) under `<run_dir>/plots/`, the evaluation stages'
+    `anchors` on heldout.png; the paths written."""
     out_dir = Path(run_dir) / PLOTS_DIR
-    return [path for plot in PLOTS if (path := plot(history, out_dir)) is not None]
+    paths = [reward_plot(history, out_dir), heldout_plot(history, out_dir, anchors), a_preference_plot(history, out_dir),
+             parse_failure_plot(history, out_dir)]  # fmt: skip
+    return [p for p in paths if p is not None]

@@ -185,9 +185,13 @@ def _local_server(judge_cfg, cache_dir: str, seed: int) -> Iterator[ChatCompleti
     model_cfg = judge_model_config(judge_cfg)
     tokenizer = load_tokenizer(model_cfg, cache_dir)
     model = load_model(model_cfg, cache_dir, device, checkpoint=judge_cfg.checkpoint, seed=seed)
+    faults = judge_cfg.faults.server_kwargs() if getattr(judge_cfg, "faults", None) is not None else {}
+    if faults and judge_cfg.faults.active():  # a rehearsal (judge.faults.*): said, so no run mistakes it for a real one
+        shown = ", ".join(f"{k}={v!r}" for k, v in vars(judge_cfg.faults).items() if v and k != "hang_s")
+        print(f"judge: the served judge injects failures ({shown})", flush=True)
     server = ChatCompletionServer(model, tokenizer, served_name(judge_cfg, model_cfg), 0,
                                   max_batch=judge_cfg.max_batch, batch_wait_s=judge_cfg.batch_wait_s,
-                                  default_max_tokens=judge_cfg.max_tokens)
+                                  default_max_tokens=judge_cfg.max_tokens, **faults)  # fmt: skip
     server.start()
     try:
         yield server

@@ -2,7 +2,8 @@
 
     python -m judge_rl.servers.http --model tiny-random --port 8000 [--max-batch 16 --batch-wait-s 0.02]
 
-Serves POST /v1/chat/completions (the chat template is applied, then greedy generation up to
+Serves POST /v1/chat/completions (a request naming another `model` than the one served gets 404
+`model_not_found`, as vLLM answers; a route under the wrong method 405; the chat template is applied, then greedy generation up to
 `max_tokens`; `temperature` > 0 samples with `top_p`; `stop`, a string or up to 4, ends the reply before
 the first of them with finish_reason "stop", as OpenAI's API does) and GET /v1/models. It exists so a judge can be
 reached over the OpenAI chat API without a GPU server: evaluation through `OpenAIServer`, and the
@@ -53,6 +54,7 @@ from typing import Any, Callable
 from judge_rl.rollouts import encode_chat, generate
 
 HOST = "127.0.0.1"
+ROUTES = {"GET": ("/v1/models", "/models"), "POST": ("/v1/chat/completions", "/chat/completions")}
 GARBAGE = b"<html>garbage"
 
 
@@ -172,6 +174,10 @@ class ChatCompletionServer:
     def chat_completion(self, body: dict[str, Any], n: int = 0) -> tuple[int, dict[str, Any]]:
         """(status, payload) for a chat-completions body; blocks until the worker has answered it.
         `n` is the request's number, passed to `reply_override`."""
+        model = body.get("model")
+        if model is not None and model != self.model_name:  # as vLLM: a client asking for another model fails loudly
+            return 404, _error(f"The model `{model}` does not exist; this server serves `{self.model_name}`",
+                               "NotFoundError", param="model", code="model_not_found")  # fmt: skip
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(
             isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
@@ -319,8 +325,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def _error(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind}}
+def _error(message: str, kind: str, *, param: str | None = None, code: str | int | None = None) -> dict[str, Any]:
+    """OpenAI's error body: {"error": {"message", "type", "param", "code"}}."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 def _make_handler(server: ChatCompletionServer):
@@ -330,30 +337,42 @@ def _make_handler(server: ChatCompletionServer):
         def log_message(self, format: str, *args) -> None:  # quiet: no per-request stderr lines
             pass
 
-        def _send(self, status: int, data: bytes, content_type: str) -> None:
+        def _send(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. timed out)
                 pass
 
-        def _reply(self, status: int, payload: dict[str, Any]) -> None:
-            self._send(status, json.dumps(payload).encode(), "application/json")
+        def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            self._send(status, json.dumps(payload).encode(), "application/json", headers)
+
+        def _no_route(self, method: str) -> None:
+            """404 for a path this server does not have; 405 (with Allow) for one it has under another method."""
+            path = self.path.split("?", 1)[0].rstrip("/")
+            allowed = [m for m, paths in ROUTES.items() if path in paths]
+            if allowed:
+                self._reply(405, _error(f"{method} {path}: method not allowed (use {', '.join(allowed)})",
+                                        "invalid_request_error", code=405), headers={"Allow": ", ".join(allowed)})  # fmt: skip
+            else:
+                self._reply(404, _error(f"no route {self.path}", "not_found", code=404))
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/") in ("/v1/models", "/models"):
+            if self.path.split("?", 1)[0].rstrip("/") in ROUTES["GET"]:
                 self._reply(200, server.models())
             else:
-                self._reply(404, _error(f"no route {self.path}", "not_found"))
+                self._no_route("GET")
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-                self._reply(404, _error(f"no route {self.path}", "not_found"))
+            if self.path.split("?", 1)[0].rstrip("/") not in ROUTES["POST"]:
+                self._no_route("POST")
                 return
             with server._count_lock:
                 server.requests_seen += 1

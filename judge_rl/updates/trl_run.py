@@ -1,7 +1,7 @@
 """What judge_rl's TRL trainers share (SFT: judge_rl/updates/sft.py, DPO: recipes/dpo_critic.py, reward
 modelling: recipes/bt.py): the same arguments (cosine schedule, a log line per step, a checkpoint every 10 steps
 and only the last kept, no reporting integrations, fp32-safe on CPU), a progress bar driven by the training
-loop, resume from the trainer's own last checkpoint after a crash, and one summary of the run."""
+loop (step, loss, rate; TRL's raw per-step dicts are not printed), a clean stop on SIGTERM, resume from the trainer's own last checkpoint after a crash, and one summary of the run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback
 
+from judge_rl import stopping
 from judge_rl.reports.console import progress_bar
 
 
@@ -47,13 +49,27 @@ def trl_args(config_cls: type, work: Path, device: torch.device, *, lr: float, e
 
 
 class _Progress(TrainerCallback):
-    """Drives the rich progress bar from TRL's training loop."""
+    """Drives the progress bar from TRL's training loop, the step's loss beside it (TRL's own per-step dicts are not
+    printed: they go to the run's summary and the trainer's log history), and stops training at the end of the step
+    a SIGTERM arrived in, its checkpoint saved (judge_rl/stopping.py)."""
 
     def __init__(self, advance):
         self.advance = advance
+        self.shown = None  # the global step the bar has reached
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.shown = state.global_step  # a resumed run starts past 0
+        self.advance(state.global_step)
 
     def on_step_end(self, args, state, control, **kwargs):
-        self.advance(1)
+        if stopping.requested():
+            control.should_save = True
+            control.should_training_stop = True
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and isinstance(logs.get("loss"), (int, float)) and state.global_step > (self.shown or 0):
+            self.advance(state.global_step - (self.shown or 0), f"loss {float(logs['loss']):.4f}")
+            self.shown = state.global_step
 
 
 def train(trainer, work: Path, name: str, total_steps: int) -> dict[str, float]:
@@ -61,7 +77,8 @@ def train(trainer, work: Path, name: str, total_steps: int) -> dict[str, float]:
     returns the run's summary: steps, first and last logged loss, mean train loss, seconds (total and per step)
     and the last logged value of every other metric the trainer reports (e.g. DPO's rewards/accuracies)."""
     t = time.perf_counter()
-    with progress_bar(name, total_steps) as advance:
+    trainer.remove_callback(PrinterCallback)  # its raw dicts, one a step: the bar says it, the summary keeps it
+    with progress_bar(name, total_steps, lines=8) as advance, stopping.deferred():
         trainer.add_callback(_Progress(advance))
         result = trainer.train(resume_from_checkpoint=True if any(work.glob("checkpoint-*")) else None)
     elapsed = time.perf_counter() - t

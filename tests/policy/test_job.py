@@ -248,3 +248,30 @@ def test_a_missing_ifeval_file_skips_ifeval_and_says_so(tmp_path):
     assert results["evaluations"] == {} and results["training"]["rl"]["steps"] == 2
     # the rule reward needs no judge: every sample graded, no call made
     assert all(h["judge_failure/samples"] == 0 and h["judge/calls"] == 0 for h in read_jsonl(run_dir / "metrics.jsonl"))
+
+
+@pytest.mark.parametrize("fault, reason", [("judge.faults.fail_every=5", "judge server error"),
+                                           ("judge.faults.garbage_every=5", "judge server error")])  # fmt: skip
+def test_failures_injected_from_config_reach_the_job_as_counted_failures_never_scores(tmp_path, fault, reason):
+    """judge.faults.* (the served judge's hooks, on the main before this constructor arguments only): every
+    fifth call answers HTTP 500, or HTTP 200 with a body that is not JSON; the others reply "Yes". Each failed call fails its
+    sample, counted under its reason and never scored; the graded ones train."""
+    run_dir = tmp_path / "run"
+    run(policy_cfg([f"run_dir={run_dir}", "ifeval.enabled=false", "policy_reward=rubric_yesno", fault,
+                    'judge.faults.reply="Yes"', "judge.max_retries=0", "judge.concurrency=1"]))  # fmt: skip
+    history = read_jsonl(run_dir / "metrics.jsonl")
+    assert [h["step"] for h in history] == [1, 2]
+    failed = sum(h.get(f"judge/failures/{reason}", 0) for h in history)
+    calls = sum(h["judge/calls"] for h in history)
+    assert 0 < failed < calls and sum(h["judge/failures"] for h in history) == failed  # only the injected ones
+    assert sum(h["judge_failure/trained_samples"] for h in history) > 0
+    rows = [r for step in (1, 2) for r in read_jsonl(run_dir / "samples" / f"step_{step}.jsonl")]
+    assert any(r["failure"] and reason in r["failure"] for r in rows)
+    assert all((r["score"] is None) == bool(r["failure"]) for r in rows)  # a failed sample is never a score
+
+
+def test_judge_faults_need_the_judge_the_job_serves(tmp_path):
+    with pytest.raises(ValueError, match=r"judge.faults.\*: .*judge.engine=openai"):
+        to_policy_config(policy_cfg([f"run_dir={tmp_path}", "judge=openai", "judge.base_url=http://127.0.0.1:9/v1", "judge.served_model=x",
+                                     "+judge.faults.fail_every=3"]))  # fmt: skip
+    assert to_policy_config(policy_cfg([f"run_dir={tmp_path}", "judge.faults.fail_every=3"])).judge.faults.fail_every == 3

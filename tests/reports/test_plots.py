@@ -88,3 +88,27 @@ def test_plots_go_to_wandb_as_images_at_the_last_logged_step(tmp_path, monkeypat
     assert step == 6
     assert sorted(images) == ["plots/a_preference", "plots/heldout", "plots/parse_failures", "plots/reward_curve"]
     assert all(isinstance(v, wandb.Image) for v in images.values())
+
+
+def test_the_reward_has_its_running_mean_and_the_held_out_plot_its_sft_and_rl_anchors(tmp_path):
+    """The default run's pictures (issue 23): a noisy 10-step reward gets a running mean; heldout.png puts the SFT
+    init (step 0) and the RL judge (last step) beside the live curve, and is drawn from the stages alone when the
+    run had no live evaluation."""
+    from judge_rl.reports.plots import Anchor, running_mean
+
+    assert running_mean([1.0, 0.0, 0.5, 1.0, 0.0]) == [1.0, 0.5, 0.5, 0.5, 0.5]
+    assert running_mean([0.2]) == [0.2]
+    rows = history_rows(n=10)
+    for row in rows:
+        row["critic/score/std"] = 0.05
+    anchors = [Anchor("SFT init", 0, {"accuracy": 0.70, "consistent_accuracy": 0.55}, subset=True),
+               Anchor("SFT init, full held-out set", 0, {"accuracy": 0.917, "consistent_accuracy": 0.833}, subset=False),
+               Anchor("RL judge, full held-out set", 10, {"accuracy": 0.938, "consistent_accuracy": 0.875}, subset=False)]
+    with_anchors = {p.name: p.read_bytes() for p in write_plots(rows, tmp_path / "a", anchors)}
+    without = {p.name: p.read_bytes() for p in write_plots(rows, tmp_path / "b")}
+    assert with_anchors["heldout.png"] != without["heldout.png"]  # the anchors are drawn
+    # no live evaluation (trainer.eval_every=0): the stages alone still make the figure
+    plain = [{k: v for k, v in r.items() if not k.startswith("val/")} for r in rows]
+    names = [p.name for p in write_plots(plain, tmp_path / "c", anchors[1:])]
+    assert "heldout.png" in names
+    assert "heldout.png" not in [p.name for p in write_plots(plain, tmp_path / "d")]

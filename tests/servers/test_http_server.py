@@ -122,6 +122,30 @@ def test_validation_and_context_length_are_refused_before_the_queue(serve):
     assert server.batch_sizes == []
 
 
+def test_a_request_for_another_model_is_refused_404_as_vllm_does(serve):
+    """On the main before this the server answered a request for "gpt-4" with its own model's output, so a client
+    configured with the wrong served_model never noticed."""
+    server = serve()
+    wrong = post(server, CHATS[0], model="gpt-4")
+    assert wrong.status_code == 404
+    error = wrong.json()["error"]
+    assert (error["type"], error["param"], error["code"]) == ("NotFoundError", "model", "model_not_found")
+    assert "`gpt-4` does not exist" in error["message"] and "tiny-random" in error["message"]
+    assert server.batch_sizes == []  # nothing generated for it
+    assert post(server, CHATS[0]).status_code == 200  # the served name is answered
+
+
+def test_a_route_under_the_wrong_method_is_405_and_an_unknown_one_404(serve):
+    server = serve()
+    got = httpx.get(f"{server.base_url}/chat/completions", timeout=10)
+    assert got.status_code == 405 and got.headers["allow"] == "POST"
+    assert "method not allowed" in got.json()["error"]["message"]
+    posted = httpx.post(f"{server.base_url}/models", json={}, timeout=10)
+    assert posted.status_code == 405 and posted.headers["allow"] == "GET"
+    assert httpx.get(f"{server.base_url}/nowhere", timeout=10).status_code == 404
+    assert httpx.get(f"{server.base_url}/models", timeout=10).json()["data"][0]["id"] == "tiny-random"
+
+
 @pytest.mark.parametrize("kwargs, name", [({"max_batch": 0}, "max_batch=0"), ({"batch_wait_s": -1}, "batch_wait_s=-1"),
                                           ({"fail_every": -1}, "fail_every=-1")])
 def test_constructor_refuses_bad_parameters(tiny, kwargs, name):

@@ -26,12 +26,16 @@ import torch
 
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.models.loading import load_model, load_tokenizer, load_value_model, resolve_device, save_model
+from judge_rl import stopping
 from judge_rl.reports.console import console, progress_bar
+from judge_rl.reports.jsonl import read_jsonl
+from judge_rl.reports.logging import metrics_row
 from judge_rl.backends import BACKENDS, LaunchJob, Log, RLResult, RLTask
 from judge_rl.backends.local.backend import LocalBackend
 
 LATEST = "latest_checkpointed_iteration.txt"
 TRAINED_STATE = "judge_rl_trained.json"  # in rl_model/: the init and step count it was trained with
+STEP_METRICS = "metrics.jsonl"  # in global_step_<k>/: the metrics row of every step 1..k
 
 
 def step_items(items: Sequence[JudgeItem], step: int, per_step: int, seed: int) -> list[JudgeItem]:
@@ -54,6 +58,12 @@ def latest_checkpoint(ckpt_root: Path) -> tuple[int, Path] | None:
     return (step, path) if (path / "trainer_state.json").exists() else None
 
 
+def checkpoint_metrics(path: Path) -> list[dict[str, Any]]:
+    """The metrics rows a checkpoint saved (one per step it covers; none for a checkpoint written before they were)."""
+    file = Path(path) / STEP_METRICS
+    return read_jsonl(file) if file.exists() else []
+
+
 def read_trained_state(final_dir: Path) -> dict[str, Any] | None:
     """What a finished `rl_model/` was trained from and for how many steps (None: no finished model)."""
     if not (final_dir / "config.json").exists():
@@ -62,13 +72,17 @@ def read_trained_state(final_dir: Path) -> dict[str, Any] | None:
     return json.loads(marker.read_text()) if marker.exists() else {"init": "unknown", "total_steps": "unknown"}
 
 
-def save_checkpoint(backend: LocalBackend, tokenizer, ckpt_root: Path, step: int, keep: int, init: str = "base") -> Path:
+def save_checkpoint(backend: LocalBackend, tokenizer, ckpt_root: Path, step: int, keep: int, init: str = "base",
+                    rows: Sequence[dict[str, Any]] = ()) -> Path:  # fmt: skip
+    """`global_step_<step>/`: policy, critic, optimizer and controller state, and `rows`, the metrics row of every
+    step it covers (metrics.jsonl's lines, so a resume can rewrite one a crash tore)."""
     path = ckpt_root / f"global_step_{step}"
     path.mkdir(parents=True, exist_ok=True)
     save_model(backend.policy, tokenizer, path / "model")
     if backend.critic is not None:
         save_model(backend.critic, tokenizer, path / "critic")
     torch.save(backend.state_dict(), path / "trainer_state.pt")
+    (path / STEP_METRICS).write_text("".join(json.dumps(r) + "\n" for r in rows))
     (path / "trainer_state.json").write_text(json.dumps({"global_step": step, "init": init}))
     tmp = ckpt_root / (LATEST + ".tmp")
     tmp.write_text(str(step))
@@ -181,24 +195,32 @@ def run_local_loop(
 
     result = RLResult(final_dir, resumed_from=start)
     total = job.trainer.total_steps
+    rows = checkpoint_metrics(found[1]) if found else []  # every step's metrics row so far, saved with each checkpoint
     with progress_bar("rl", total) as advance:
         advance(start)
         for step in range(start + 1, total + 1):
-            torch.manual_seed(job.seed * 1_000_003 + step)
-            metrics = backend.step(step_items(items, step, job.trainer.prompts_per_step, job.seed))
-            metrics["training/global_step"] = float(step)
-            if eval_fn is not None and eval_at is not None and eval_at(step, total):
-                # before the step is logged and checkpointed: a crash here redoes the step, and the
-                # redone policy (same draws, same weights) finds its saved judgments
-                t = time.perf_counter()
-                metrics.update(evaluate_live(eval_fn, backend.policy, step))
-                metrics["timing_s/testing"] = time.perf_counter() - t  # verl's name for validation time
-            result.history.append(metrics)
-            log(metrics, step)
-            console.print(describe(step, total, metrics))
-            if step % job.trainer.save_every == 0 or step == total:
-                save_checkpoint(backend, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"])
-            advance(1)
+            # a SIGTERM (judge_rl/stopping.py) lets the step finish, be logged and checkpointed, then stops the run
+            with stopping.deferred():
+                torch.manual_seed(job.seed * 1_000_003 + step)
+                metrics = backend.step(step_items(items, step, job.trainer.prompts_per_step, job.seed))
+                metrics["training/global_step"] = float(step)
+                if eval_fn is not None and eval_at is not None and eval_at(step, total):
+                    # before the step is logged and checkpointed: a crash here redoes the step, and the
+                    # redone policy (same draws, same weights) finds its saved judgments
+                    t = time.perf_counter()
+                    metrics.update(evaluate_live(eval_fn, backend.policy, step))
+                    metrics["timing_s/testing"] = time.perf_counter() - t  # verl's name for validation time
+                result.history.append(metrics)
+                log(metrics, step)
+                rows.append(metrics_row(metrics, step))
+                console.print(describe(step, total, metrics))
+                if step % job.trainer.save_every == 0 or step == total or stopping.requested():
+                    save_checkpoint(backend, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"],
+                                    rows=rows)  # fmt: skip
+                    if stopping.requested():
+                        console.print(f"[yellow]rl: stopped by SIGTERM after step {step}, checkpointed; a re-run "
+                                      "resumes[/yellow]")  # fmt: skip
+                advance(1)
     save_model(backend.policy, tokenizer, final_dir)
     (final_dir / TRAINED_STATE).write_text(json.dumps(origin))
     return result

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from judge_rl import stopping
 from judge_rl.config import dotted_leaves
 from judge_rl.backends.verl.preflight import preflight
 from judge_rl.backends.verl.translate import validate, verl_config
@@ -184,7 +185,12 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
     cfg, path, command, env = prepare(job, run_dir, task)
     console.print(f"verl: launching {shown_command(job, command)}")
     try:
-        subprocess.run(command, env=env, check=True)
+        # a SIGTERM to this job goes on to verl's process, which stops (its last checkpoint is what a re-run resumes
+        # from); this job then stops as interrupted (judge_rl/stopping.py)
+        with subprocess.Popen(command, env=env) as proc, stopping.deferred(on_request=proc.terminate):
+            code = proc.wait()
+        if code:
+            raise subprocess.CalledProcessError(code, command)
     finally:  # the steps verl finished count even when it crashed later
         history = []
         for record in read_verl_metrics(run_dir):
