@@ -23,6 +23,17 @@ def progress_bar(description: str, total: int, lines: int = 0) -> Iterator[Calla
     ("sft 8/16  loss 0.100  11.9 s/step")."""
     every = max(1, -(-total // lines)) if lines > 0 else 0
     state = {"done": 0, "start": time.perf_counter()}
+
+    def line(k: int = 1, status: str | None = None) -> None:
+        before, state["done"] = state["done"], state["done"] + k
+        if every and k > 0 and (state["done"] // every > before // every or state["done"] >= total):
+            per_step = (time.perf_counter() - state["start"]) / state["done"]
+            shown = f"  {status}" if status else ""
+            console.print(f"{description} {state['done']}/{total}{shown}  {per_step:.1f} s/step", highlight=False)
+
+    if not console.is_terminal:  # no live bar (rich would still print a blank line when one ends): lines only
+        yield line
+        return
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -37,10 +48,5 @@ def progress_bar(description: str, total: int, lines: int = 0) -> Iterator[Calla
 
         def advance(k: int = 1, status: str | None = None) -> None:
             progress.update(task, advance=k, **({"status": status} if status is not None else {}))
-            before, state["done"] = state["done"], state["done"] + k
-            if every and not console.is_terminal and k > 0 and (state["done"] // every > before // every or state["done"] >= total):
-                per_step = (time.perf_counter() - state["start"]) / state["done"]
-                shown = f"  {status}" if status else ""
-                console.print(f"{description} {state['done']}/{total}{shown}  {per_step:.1f} s/step", highlight=False)
 
         yield advance

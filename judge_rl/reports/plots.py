@@ -57,11 +57,11 @@ def _keys(history: Sequence[dict[str, Any]], prefix: str) -> list[str]:
     return sorted({k for h in history for k in h if k.startswith(prefix)})
 
 
-def _figure(title: str, ylabel: str):
+def _figure(title: str, ylabel: str, height: float = 4):
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(7, 4), dpi=100, layout="constrained")
+    fig = Figure(figsize=(7, height), dpi=100, layout="constrained")
     ax = fig.add_subplot()
     ax.set_title(title)
     ax.set_xlabel("RL step")
@@ -71,9 +71,12 @@ def _figure(title: str, ylabel: str):
     return fig, ax
 
 
-def _save(fig, path: Path, ax) -> Path:
+def _save(fig, path: Path, ax, legend_below: bool = False) -> Path:
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
+        if legend_below:  # many entries: under the axes, never over the curves
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+        else:
+            ax.legend(fontsize="small")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
@@ -115,7 +118,7 @@ def heldout_plot(history, out_dir: Path, anchors: Sequence[Anchor] = ()) -> Path
     anchors = [a for a in anchors if any(k in a.metrics for k in HELD_OUT_RATES)]
     if not drawn and not anchors:
         return None
-    fig, ax = _figure("held-out judging (both orders, greedy)", "rate")
+    fig, ax = _figure("held-out judging (both orders, greedy)", "rate", height=5.2)
     colors = {}
     for key, xs, ys in drawn:  # the live policy on the subset, joined to the SFT init's value on the same pairs
         start = [a for a in anchors if a.subset and key in a.metrics and a.step < xs[0]]
@@ -131,8 +134,9 @@ def heldout_plot(history, out_dir: Path, anchors: Sequence[Anchor] = ()) -> Path
                         linestyle="none", color=colors.get(key), label=f"{key}, {a.label}")  # fmt: skip
                 ax.annotate(f"{a.metrics[key]:.3f}", (a.step, a.metrics[key]), textcoords="offset points",
                             xytext=(6, -4 if key == "consistent_accuracy" else 4), fontsize="small")  # fmt: skip
-    ax.set_ylim(-0.05, 1.05)
-    return _save(fig, out_dir / "heldout.png", ax)
+    values = [v for _, _, ys in drawn for v in ys] + [a.metrics[k] for a in anchors for k in HELD_OUT_RATES if k in a.metrics]
+    ax.set_ylim(max(0.0, math.floor(10 * min(values)) / 10 - 0.1), 1.02)  # the rates' range: differences visible
+    return _save(fig, out_dir / "heldout.png", ax, legend_below=True)
 
 
 def a_preference_plot(history, out_dir: Path) -> Path | None:
