@@ -17,17 +17,21 @@ console = Console(width=max(shutil.get_terminal_size((140, 40)).columns, 120))
 
 @contextlib.contextmanager
 def progress_bar(description: str, total: int, lines: int = 0) -> Iterator[Callable[..., None]]:
-    """Yields `advance(k=1, status=None)`: k more of `total` done, and `status` (e.g. "loss 0.412") shown beside the
-    bar. The bar is transient so logs stay readable; where the console is not a terminal (a log file, CI) no bar
+    """Yields `advance(k=1, status=None, done_before=False)`: k more of `total` done (`done_before`: done by an earlier
+    process, a resumed run's start), and `status` (e.g. "loss 0.412") shown beside the bar. The bar is transient so logs stay readable; where the console is not a terminal (a log file, CI) no bar
     is drawn, and with `lines` > 0 one plain line is printed about every total/lines steps and at the last one
     ("sft 8/16  loss 0.100  11.9 s/step")."""
     every = max(1, -(-total // lines)) if lines > 0 else 0
     state = {"done": 0, "start": time.perf_counter()}
 
-    def line(k: int = 1, status: str | None = None) -> None:
+    def line(k: int = 1, status: str | None = None, done_before: bool = False) -> None:
         before, state["done"] = state["done"], state["done"] + k
+        if done_before:  # steps a resumed run had done: not in this process's rate
+            state["resumed"] = state.get("resumed", 0) + k
+            state["start"] = time.perf_counter()
+            return
         if every and k > 0 and (state["done"] // every > before // every or state["done"] >= total):
-            per_step = (time.perf_counter() - state["start"]) / state["done"]
+            per_step = (time.perf_counter() - state["start"]) / max(1, state["done"] - state.get("resumed", 0))
             shown = f"  {status}" if status else ""
             console.print(f"{description} {state['done']}/{total}{shown}  {per_step:.1f} s/step", highlight=False)
 
@@ -46,7 +50,7 @@ def progress_bar(description: str, total: int, lines: int = 0) -> Iterator[Calla
     ) as progress:
         task = progress.add_task(description, total=total, status="")
 
-        def advance(k: int = 1, status: str | None = None) -> None:
+        def advance(k: int = 1, status: str | None = None, done_before: bool = False) -> None:
             progress.update(task, advance=k, **({"status": status} if status is not None else {}))
 
         yield advance

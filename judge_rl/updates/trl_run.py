@@ -59,7 +59,8 @@ class _Progress(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.shown = state.global_step  # a resumed run starts past 0
-        self.advance(state.global_step)
+        if state.global_step:
+            self.advance(state.global_step, done_before=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if stopping.requested():

@@ -197,7 +197,8 @@ def run_local_loop(
     total = job.trainer.total_steps
     rows = checkpoint_metrics(found[1]) if found else []  # every step's metrics row so far, saved with each checkpoint
     with progress_bar("rl", total) as advance:
-        advance(start)
+        if start:
+            advance(start, done_before=True)
         for step in range(start + 1, total + 1):
             # a SIGTERM (judge_rl/stopping.py) lets the step finish, be logged and checkpointed, then stops the run
             with stopping.deferred():
