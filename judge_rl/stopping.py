@@ -7,7 +7,8 @@ judgment kept), a judge server the job started is stopped, `status.json` says "i
 
 Work that would lose more than it saves by stopping mid-way runs under `deferred()`: there a SIGTERM only asks
 to stop, the code finishes its unit of work (an RL step, logged and checkpointed; a TRL optimizer step, saved),
-and leaving the block raises `Terminated`. A second SIGTERM raises at once. A re-run in the same run_dir
+and leaving the block raises `Terminated`. A second SIGTERM raises at once; once `Terminated` is raised, further
+SIGTERMs are ignored so the cleanup (status.json, stopping a judge server) runs to its end. A re-run in the same run_dir
 resumes from what was saved. A scheduler's grace period (SLURM's KillWait, 30 s by default; `--signal` asks
 for the signal earlier) should exceed one step.
 
@@ -23,7 +24,7 @@ from typing import Callable, Iterator
 
 EXIT_CODE = 128 + signal.SIGTERM  # 143
 
-_state = {"requested": False, "depth": 0, "on_request": []}
+_state = {"requested": False, "raised": False, "depth": 0, "on_request": []}
 
 
 class Terminated(KeyboardInterrupt):
@@ -40,6 +41,9 @@ def _handler(signum, frame) -> None:
         for callback in list(_state["on_request"]):
             callback()
         return
+    if _state["raised"]:  # already stopping: a further SIGTERM must not cut the cleanup (status, servers) short
+        return
+    _state["raised"] = True
     raise Terminated()
 
 
@@ -48,7 +52,7 @@ def install() -> bool:
     (not the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return False
-    _state["requested"] = False
+    _state["requested"] = _state["raised"] = False
     signal.signal(signal.SIGTERM, _handler)
     return True
 
@@ -71,5 +75,6 @@ def deferred(on_request: Callable[[], None] | None = None) -> Iterator[None]:
         _state["depth"] -= 1
         if on_request is not None:
             _state["on_request"].remove(on_request)
-    if _state["requested"]:
+    if _state["requested"] and not _state["raised"]:
+        _state["raised"] = True
         raise Terminated()

@@ -113,3 +113,18 @@ def test_a_sweep_naming_an_unknown_option_fails_in_one_line_before_any_point_run
     assert "grpo" in lines[0] and not list(tmp_path.glob("multirun/*/*/*"))
     rc, _, err = finish(judge_rl(*QUICK, "reward=strenght", cwd=tmp_path), timeout=120)  # a single run alike
     assert rc == 1 and err.strip().startswith("judge_rl: error: reward=strenght: no such reward option; available:")
+
+
+def test_the_choice_check_leaves_other_config_directories_to_hydra(tmp_path, monkeypatch):
+    """Options from --config-dir, a hydra.searchpath or $JUDGE_RL_ROOT's experiments are not refused by the check."""
+    from judge_rl.jobs.shell import unknown_choice
+
+    assert unknown_choice(["algorithm=nope"]).startswith("algorithm=nope: no such algorithm option")
+    assert unknown_choice(["--config-dir=/elsewhere", "model=mine"]) is None
+    assert unknown_choice(["hydra.searchpath=[file:///elsewhere]", "model=mine"]) is None
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "mine.yaml").write_text("# @package _global_\n")
+    monkeypatch.setenv("JUDGE_RL_ROOT", str(tmp_path))
+    assert unknown_choice(["+experiments=mine"]) is None
+    assert unknown_choice(["+experiments=reference_guided_grpo"]).startswith("experiments=reference_guided_grpo")
+    assert unknown_choice(["hydra/launcher=basic", "~logger", "debug=null", "algorithm=choice(grpo,bt)"]) is None

@@ -278,6 +278,7 @@ class EvalScoringConfig:
 NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "stages", "logger", "dry_run", "resume", "cluster.threads", "cluster.device",
     "cluster.ray_address", "cluster.shared_fs", "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size",
+    "trainer.eval_every", "trainer.eval_subset",  # the live held-out evaluation leaves no trace on training
     "eval.max_server_failure_rate", "report",
 )
 EVAL_NEUTRAL_KEYS = (

@@ -60,6 +60,7 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
 
     @functools.wraps(run_fn)
     def task(cfg: DictConfig) -> Any:
+        stopping.install()  # again here: a launcher (submitit on SLURM) runs this in a process of its own
         try:
             return run_fn(cfg)
         except stopping.Terminated:  # status.json already says interrupted (rundir.claim_run_dir)
@@ -94,13 +95,16 @@ def unknown_choice(argv: list[str]) -> str | None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
 
+    if any(a.startswith(("--config-dir", "--config-path", "-cd", "-cp", "hydra.searchpath")) for a in argv):
+        return None  # options may come from other directories: Hydra itself says which exist
     try:
         overrides = OverridesParser.create().parse_overrides([a for a in argv if not a.startswith("-")])
     except Exception:  # noqa: BLE001  a malformed override: Hydra's own message says what is wrong
         return None
+    roots = (CONF_DIR, Path(os.environ.get("JUDGE_RL_ROOT") or REPO_ROOT))  # conf/config.yaml's search path
     for o in overrides:
         group = o.key_or_group
-        dirs = [d / group for d in (CONF_DIR, REPO_ROOT) if not group.startswith("hydra") and (d / group).is_dir()]
+        dirs = [d / group for d in roots if not group.startswith("hydra") and (d / group).is_dir()]
         if o.is_delete() or not dirs:
             continue
         if o.value_type == ValueType.ELEMENT:
@@ -137,7 +141,11 @@ def hydra_app(config_name: str, run_fn: Callable[[DictConfig], Any]) -> None:
     if bad is not None:
         print(f"judge_rl: error: {bad}", file=sys.stderr, flush=True)
         sys.exit(1)
-    hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=config_name)(hydra_task(run_fn))()
+    try:
+        hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=config_name)(hydra_task(run_fn))()
+    except stopping.Terminated:  # between sweep points, or while Hydra composes: nothing of a run to save
+        print("judge_rl: interrupted by SIGTERM", file=sys.stderr, flush=True)
+        sys.exit(stopping.EXIT_CODE)
 
 
 def write_sweep_report(config: DictConfig, sweep_dir: Path) -> None:

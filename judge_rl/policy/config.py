@@ -274,9 +274,10 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     if spec.needs_judge and j.engine == "none":
         raise ValueError(f"policy_reward={r.name} asks a judge; judge=none has none (use judge=embedded, trained, "
                          "openai or vllm, or policy_reward=rule)")
-    if j.faults.active() and j.engine != "local":
-        raise ValueError(f"judge.faults.*: injected failures come from the judge server this job starts (judge.engine=local); "
-                         f"judge.engine={j.engine} reaches another server, which would never inject them")
+    if j.faults.active() and (j.engine != "local" or j.base_url):
+        reached = f"judge.engine={j.engine}" if j.engine != "local" else f"judge.base_url={j.base_url}"
+        raise ValueError(f"judge.faults.*: injected failures come from the judge server this job starts (judge.engine=local, "
+                         f"no base_url); {reached} reaches another server, which would never inject them")
     if j.engine == "openai" and not j.base_url:
         raise ValueError("judge.engine=openai needs judge.base_url (e.g. judge.base_url=https://api.openai.com/v1)")
     if j.engine == "openai" and not _is_local_url(j.base_url) and not os.environ.get(j.api_key_env):

@@ -115,6 +115,9 @@ def reward_plot(history, out_dir: Path) -> Path | None:
 def heldout_plot(history, out_dir: Path, anchors: Sequence[Anchor] = ()) -> Path | None:
     drawn = [(k, *series(history, f"val/{k}")) for k in HELD_OUT_RATES]
     drawn = [d for d in drawn if d[1]]
+    anchors = [Anchor(a.label, a.step, {k: float(v) for k, v in a.metrics.items() if isinstance(v, (int, float))
+                                        and not isinstance(v, bool) and math.isfinite(v)}, a.subset)
+               for a in anchors]  # a stage with no answered pair has NaN rates: not drawn  # fmt: skip
     anchors = [a for a in anchors if any(k in a.metrics for k in HELD_OUT_RATES)]
     if not drawn and not anchors:
         return None

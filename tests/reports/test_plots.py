@@ -112,3 +112,14 @@ def test_the_reward_has_its_running_mean_and_the_held_out_plot_its_sft_and_rl_an
     names = [p.name for p in write_plots(plain, tmp_path / "c", anchors[1:])]
     assert "heldout.png" in names
     assert "heldout.png" not in [p.name for p in write_plots(plain, tmp_path / "d")]
+
+
+def test_an_evaluation_stage_without_an_answered_pair_is_left_off_heldout_png(tmp_path):
+    """A stage whose every request failed has NaN rates: drawn as nothing, not a crash of the closing report."""
+    from judge_rl.reports.plots import Anchor
+
+    nan = float("nan")
+    anchors = [Anchor("SFT init, full held-out set", 0, {"accuracy": nan, "consistent_accuracy": nan}, subset=False),
+               Anchor("RL judge, full held-out set", 4, {"accuracy": 0.5, "consistent_accuracy": 0.25}, subset=False)]
+    assert [p.name for p in write_plots([], tmp_path, anchors)] == ["heldout.png"]
+    assert write_plots([], tmp_path / "none", anchors[:1]) == []

@@ -222,6 +222,7 @@ def run_local_loop(
                         console.print(f"[yellow]rl: stopped by SIGTERM after step {step}, checkpointed; a re-run "
                                       "resumes[/yellow]")  # fmt: skip
                 advance(1)
-    save_model(backend.policy, tokenizer, final_dir)
-    (final_dir / TRAINED_STATE).write_text(json.dumps(origin))
+    with stopping.deferred():  # the final model and its marker, whole: a half-written pair would block the resume
+        save_model(backend.policy, tokenizer, final_dir)
+        (final_dir / TRAINED_STATE).write_text(json.dumps(origin))
     return result
