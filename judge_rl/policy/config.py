@@ -76,16 +76,17 @@ class JudgeFaultsConfig:
 
     fail_first_n: int = 0  # requests 1..n answer HTTP 500 (a judge that recovers)
     fail_every: int = 0  # request n with n % k == 0 answers HTTP 500 (a flaky judge)
-    hang_every: int = 0  # request n with n % k == 0 waits hang_s first (past judge.timeout_s: a timeout)
-    hang_s: float = 5.0
+    hang_every: int = 0  # request n with n % k == 0 waits hang_s first
+    hang_s: Optional[float] = None  # null: judge.timeout_s + 1, so a hung call is a timeout
     garbage_every: int = 0  # request n with n % k == 0 answers HTTP 200 with a body that is not JSON
     reply: Optional[str] = None  # every reply's text instead of the model's (e.g. "perhaps": no verdict)
 
-    def server_kwargs(self) -> dict[str, Any]:
-        """ChatCompletionServer's keyword arguments for these faults."""
+    def server_kwargs(self, timeout_s: float) -> dict[str, Any]:
+        """ChatCompletionServer's keyword arguments for these faults (`timeout_s`: the client's, for hang_s null)."""
         text = self.reply
+        hang_s = self.hang_s if self.hang_s is not None else timeout_s + 1.0
         return {"fail_first_n": self.fail_first_n, "fail_every": self.fail_every, "hang_every": self.hang_every,
-                "hang_s": self.hang_s, "garbage_every": self.garbage_every,
+                "hang_s": hang_s, "garbage_every": self.garbage_every,
                 "reply_override": None if text is None else (lambda n, body: text)}  # fmt: skip
 
     def active(self) -> bool:

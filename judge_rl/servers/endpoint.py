@@ -185,7 +185,7 @@ def _local_server(judge_cfg, cache_dir: str, seed: int) -> Iterator[ChatCompleti
     model_cfg = judge_model_config(judge_cfg)
     tokenizer = load_tokenizer(model_cfg, cache_dir)
     model = load_model(model_cfg, cache_dir, device, checkpoint=judge_cfg.checkpoint, seed=seed)
-    faults = judge_cfg.faults.server_kwargs() if getattr(judge_cfg, "faults", None) is not None else {}
+    faults = judge_cfg.faults.server_kwargs(judge_cfg.timeout_s) if getattr(judge_cfg, "faults", None) is not None else {}
     if faults and judge_cfg.faults.active():  # a rehearsal (judge.faults.*): said, so no run mistakes it for a real one
         shown = ", ".join(f"{k}={v!r}" for k, v in vars(judge_cfg.faults).items() if v and k != "hang_s")
         print(f"judge: the served judge injects failures ({shown})", flush=True)

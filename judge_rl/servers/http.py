@@ -368,6 +368,15 @@ def _make_handler(server: ChatCompletionServer):
             else:
                 self._no_route("GET")
 
+        def do_PUT(self) -> None:
+            self._no_route("PUT")
+
+        def do_DELETE(self) -> None:
+            self._no_route("DELETE")
+
+        def do_PATCH(self) -> None:
+            self._no_route("PATCH")
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""

@@ -270,6 +270,15 @@ def test_failures_injected_from_config_reach_the_job_as_counted_failures_never_s
     assert all((r["score"] is None) == bool(r["failure"]) for r in rows)  # a failed sample is never a score
 
 
+def test_a_hung_call_outlasts_the_clients_timeout_unless_hang_s_is_set():
+    from judge_rl.policy.config import JudgeFaultsConfig
+
+    assert JudgeFaultsConfig(hang_every=3).server_kwargs(timeout_s=120.0)["hang_s"] == 121.0
+    assert JudgeFaultsConfig(hang_every=3, hang_s=2.0).server_kwargs(timeout_s=120.0)["hang_s"] == 2.0
+    assert JudgeFaultsConfig(reply="perhaps").server_kwargs(60.0)["reply_override"](7, {}) == "perhaps"
+    assert not JudgeFaultsConfig().active() and JudgeFaultsConfig(fail_first_n=1).active()
+
+
 def test_judge_faults_need_the_judge_the_job_serves(tmp_path):
     with pytest.raises(ValueError, match=r"judge.faults.\*: .*judge.engine=openai"):
         to_policy_config(policy_cfg([f"run_dir={tmp_path}", "judge=openai", "judge.base_url=http://127.0.0.1:9/v1", "judge.served_model=x",

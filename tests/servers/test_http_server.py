@@ -143,6 +143,8 @@ def test_a_route_under_the_wrong_method_is_405_and_an_unknown_one_404(serve):
     posted = httpx.post(f"{server.base_url}/models", json={}, timeout=10)
     assert posted.status_code == 405 and posted.headers["allow"] == "GET"
     assert httpx.get(f"{server.base_url}/nowhere", timeout=10).status_code == 404
+    deleted = httpx.delete(f"{server.base_url}/chat/completions", timeout=10)
+    assert deleted.status_code == 405 and deleted.headers["allow"] == "POST"  # not http.server's 501
     assert httpx.get(f"{server.base_url}/models", timeout=10).json()["data"][0]["id"] == "tiny-random"
 
 
