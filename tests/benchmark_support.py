@@ -52,6 +52,16 @@ class ScriptedJudge:
         return next(f"[[{k}]]" for k, v in answers.items() if "GOOD" in v)  # rule=right
 
 
+def check_real_file(path, kind, pairs, skipped):
+    """A real benchmark file loads `pairs` units (malformed rows skipped and counted) and makes one task per pair
+    and order, each with its own id."""
+    cfg = BenchmarkConfig(name=kind, kind=kind, path=str(path), on_error="skip")
+    loaded = get_benchmark(kind).load(cfg)
+    assert len(loaded.units) == pairs and len(loaded.skipped) == skipped
+    tasks = get_benchmark(kind).tasks(loaded.units, PAIRWISE, cfg)
+    assert len(tasks) == 2 * pairs and len({t.item_id for t in tasks}) == 2 * pairs
+
+
 def write_jsonl(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path

@@ -352,9 +352,13 @@ def _make_handler(server: ChatCompletionServer):
         def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             self._send(status, json.dumps(payload).encode(), "application/json", headers)
 
+        def _route(self) -> str:
+            """The request's path without its query string or a trailing slash."""
+            return self.path.split("?", 1)[0].rstrip("/")
+
         def _no_route(self, method: str) -> None:
             """404 for a path this server does not have; 405 (with Allow) for one it has under another method."""
-            path = self.path.split("?", 1)[0].rstrip("/")
+            path = self._route()
             allowed = [m for m, paths in ROUTES.items() if path in paths]
             if allowed:
                 self._reply(405, _error(f"{method} {path}: method not allowed (use {', '.join(allowed)})",
@@ -363,7 +367,7 @@ def _make_handler(server: ChatCompletionServer):
                 self._reply(404, _error(f"no route {self.path}", "not_found", code=404))
 
         def do_GET(self) -> None:
-            if self.path.split("?", 1)[0].rstrip("/") in ROUTES["GET"]:
+            if self._route() in ROUTES["GET"]:
                 self._reply(200, server.models())
             else:
                 self._no_route("GET")
@@ -380,7 +384,7 @@ def _make_handler(server: ChatCompletionServer):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            if self.path.split("?", 1)[0].rstrip("/") not in ROUTES["POST"]:
+            if self._route() not in ROUTES["POST"]:
                 self._no_route("POST")
                 return
             with server._count_lock:

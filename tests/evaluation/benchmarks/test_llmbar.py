@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark_support import PAIRWISE
-from judge_rl.config import BenchmarkConfig
-from judge_rl.evaluation.benchmarks import get_benchmark
+from benchmark_support import check_real_file
 
 
 @pytest.mark.parametrize(
@@ -16,8 +14,4 @@ from judge_rl.evaluation.benchmarks import get_benchmark
      ("llmbar/faireval.json", "llmbar", 66, 0), ("llmbar/llmeval2.json", "llmbar", 199, 1)],
 )
 def test_real_files_load(shared_data, file, kind, pairs, skipped):
-    cfg = BenchmarkConfig(name=kind, kind=kind, path=str(shared_data / file), on_error="skip")
-    loaded = get_benchmark(kind).load(cfg)
-    assert len(loaded.units) == pairs and len(loaded.skipped) == skipped
-    tasks = get_benchmark(kind).tasks(loaded.units, PAIRWISE, cfg)
-    assert len(tasks) == 2 * pairs and len({t.item_id for t in tasks}) == 2 * pairs
+    check_real_file(shared_data / file, kind, pairs, skipped)
