@@ -5,6 +5,7 @@ settings, with the machine's raw forward/decode rates measured alongside.
     python scripts/bench_grpo_step.py --prompts 8 --n 8 --max-new-tokens 128
     python scripts/bench_grpo_step.py --steps 3 --warmup 1 --only judge_rl    # one side only
     python scripts/bench_grpo_step.py --steps 1 --warmup 0                    # quickest end-to-end check
+    python scripts/bench_grpo_step.py --rollout-engines hf                    # judge_rl's own sampler only
 
 Workload (the same on both sides): the embedded judge (SmolLM2-135M, `ModelConfig()` defaults, fp32, CPU), its
 tokenizer and chat template (eos <|im_end|>, pad <|endoftext|>, as judge_rl sets them); the strength reward's
@@ -16,8 +17,11 @@ optimizer step per step (AdamW, constant `--lr`, weight decay 0.01, grad-norm cl
 `--micro-batch` sequences with gradient accumulation; no vLLM, no gradient checkpointing, no bf16.
 
   judge_rl  LocalBackend.step (as `train_local` builds it: load_model for policy and reference, the prompt's
-            `messages`, `compute_score`); seconds per step timed around `step()`; its split is the median of
-            the metrics timing_s/gen (generation + scoring), timing_s/ref, timing_s/old_log_prob, timing_s/update_actor.
+            `messages`, `compute_score`), once per `--rollout-engines` (trainer.rollout_engine: hf = the policy
+            samples itself, vllm = a vLLM engine colocated in this process, weights reloaded after each update;
+            judge_rl/rollouts/samplers.py); seconds per step timed around `step()`; its split is the median of
+            the metrics timing_s/gen (generation + scoring), timing_s/update_weights (the vLLM engine's reload),
+            timing_s/ref, timing_s/old_log_prob, timing_s/update_actor.
   trl       GRPOTrainer.train() with the GRPOConfig below; seconds per optimizer step timed by a TrainerCallback
             (on_step_begin -> on_step_end: generation, reference log-probs, reward, loss, backward, optimizer;
             trainer setup excluded). Its split comes from timing wrappers around `_generate` (gen) and
@@ -38,6 +42,7 @@ is taken). Nothing is asserted: targets live here, not in the test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gc
 import json
@@ -61,13 +66,14 @@ from judge_rl.data import load_dataset_pairs  # noqa: E402
 from judge_rl.models.loading import converted_gguf_dir, load_model, load_tokenizer  # noqa: E402
 from judge_rl.prompts import get_prompt  # noqa: E402
 from judge_rl.rewards import build_reward, compute_score  # noqa: E402
-from judge_rl.rollouts import encode_chat  # noqa: E402
+from judge_rl.rollouts import build_sampler, encode_chat  # noqa: E402
+from judge_rl.servers.vllm import vllm_installed  # noqa: E402
 from judge_rl.backends.local.backend import LocalBackend  # noqa: E402
 from judge_rl.backends.local.loop import step_items  # noqa: E402
 
 REWARD = "strength"
 CPU = torch.device("cpu")
-SPLIT_KEYS = ("timing_s/gen", "timing_s/ref", "timing_s/old_log_prob", "timing_s/update_actor")
+SPLIT_KEYS = ("timing_s/gen", "timing_s/update_weights", "timing_s/ref", "timing_s/old_log_prob", "timing_s/update_actor")
 
 
 def system_busy_seconds() -> float:
@@ -205,7 +211,7 @@ def raw_limits(args, cfg: ModelConfig, prompt_ids: list[int]) -> dict[str, objec
 
 
 # -- judge_rl ---------------------------------------------------------------------------------------
-def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
+def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: str = "hf") -> dict[str, object]:
     # train_local's construction, with the benchmark's settings on judge_rl's own config fields; every other
     # field stays at its default (adv_estimator grpo with std normalisation, use_kl_loss with low_var_kl,
     # policy_loss vanilla with clip_ratio 0.2, loss_agg_mode token-mean, ppo_epochs 1, ppo_mini_batch_size None
@@ -227,6 +233,10 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, obj
     policy = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
     reference = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
     engine = LocalBackend(policy, reference, tokenizer, algo, trainer, prompt.messages, score_fn)
+    if rollout_engine != "hf":
+        t = time.perf_counter()
+        engine.use_sampler(build_sampler(rollout_engine, policy, tokenizer))
+        print(f"judge_rl/{rollout_engine}: sampler ready in {time.perf_counter() - t:.1f} s (not in the step times)", flush=True)
     steps = []
     for step in range(1, args.warmup + args.steps + 1):
         torch.manual_seed(args.seed * 1_000_003 + step)  # as train_local seeds each step
@@ -250,22 +260,41 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, obj
         }
         rec["generated_tokens"] = rec["mean_completion_length"] * batch
         steps.append(rec)
-        print(f"judge_rl step {step}{' (warm-up)' if rec['warmup'] else ''}: {wall:.1f} s  "
+        print(f"judge_rl/{rollout_engine} step {step}{' (warm-up)' if rec['warmup'] else ''}: {wall:.1f} s  "
               + "  ".join(f"{k.split('/')[1]} {rec[k]:.1f}" for k in SPLIT_KEYS)
               + f"  tokens {rec['generated_tokens']:.0f} (mean len {rec['mean_completion_length']:.1f}, "
               f"max {rec['max_completion_length']:.0f})  cores busy: this {rec['cores_self']:.1f}, "
               f"others {rec['cores_others']:.1f}", flush=True)
+    engine.close()
     del engine, policy, reference
     gc.collect()
     return summarize(steps)
 
 
 # -- TRL --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def without_vllm():
+    """Import TRL as on a machine without vLLM: TRL 1.12 imports its vLLM client whenever vllm is found, and that
+    client needs names vLLM 0.31 (this machine's CPU build) no longer has, so `from trl import GRPOTrainer` fails.
+    A `None` in sys.modules is Python's documented way to make a module unfindable (find_spec returns None); it
+    is removed again afterwards, so judge_rl's vLLM sampler still imports vllm. The TRL side runs without vLLM
+    (use_vllm=False) either way."""
+    if "vllm" in sys.modules and sys.modules["vllm"] is not None:
+        yield  # vllm already imported in this process: TRL would see it whatever we do
+        return
+    sys.modules["vllm"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        del sys.modules["vllm"]
+
+
 def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
-    from trl import GRPOConfig, GRPOTrainer
+    with without_vllm():
+        from trl import GRPOConfig, GRPOTrainer
 
     total = args.warmup + args.steps
     batch = args.prompts * args.n
@@ -404,7 +433,9 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
     first = [r["prompt"] for r in rows[: args.prompts]]
     trl_ids, _, _ = trainer._tokenize_prompts(first)
     same_ids = [list(a) for a in trl_ids] == [encode_chat(tokenizer, m) for m in first]
-    print(f"trl: prompt token ids identical to judge_rl's: {same_ids}; eos ids {trainer.eos_token_ids} "
+    # TRL >= 1.13 keeps a list of end tokens; 1.12 (this project's pin, verl's value head) stops on the tokenizer's one
+    eos_ids = list(getattr(trainer, "eos_token_ids", None) or [trainer.processing_class.eos_token_id])
+    print(f"trl: prompt token ids identical to judge_rl's: {same_ids}; eos ids {eos_ids} "
           f"(judge_rl {tokenizer.eos_token_id}); pad {tokenizer.pad_token_id}; attention "
           f"{trainer.model.config._attn_implementation}; ref model "
           f"{'yes' if trainer.ref_model is not None else 'no'}; steps_per_generation {config.steps_per_generation}, "
@@ -418,7 +449,7 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
         t = time.perf_counter()
         out = inner_generate(prompts)
         completion_ids = out[1]
-        eos_and_pad = set(trainer.eos_token_ids) | {tokenizer.pad_token_id}
+        eos_and_pad = set(eos_ids) | {tokenizer.pad_token_id}
         gens.append({
             "gen": time.perf_counter() - t,
             "prompts": len(prompts) / args.n,
@@ -490,6 +521,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3, help="measured steps per side")
     ap.add_argument("--warmup", type=int, default=1, help="steps run first and left out of the medians")
     ap.add_argument("--only", choices=("judge_rl", "trl"), default=None, help="run one side only")
+    ap.add_argument("--rollout-engines", nargs="+", choices=("hf", "vllm"), default=None,
+                    help="judge_rl's samplers to run (default: hf, and vllm where installed)")
     ap.add_argument("--micro-batch", type=int, default=AlgorithmConfig().ppo_micro_batch_size,
                     help="sequences per forward/backward (ppo_micro_batch_size / per_device_train_batch_size)")
     ap.add_argument("--lr", type=float, default=AlgorithmConfig().lr)
@@ -534,24 +567,29 @@ def main() -> None:
     results["settings"]["threads"] = torch.get_num_threads()
     if not args.skip_raw:
         results["raw"] = raw_limits(args, cfg, step1[0])
-    if args.only in (None, "judge_rl"):
-        results["judge_rl"] = run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items)
+    engines = args.rollout_engines or (["hf", "vllm"] if vllm_installed() else ["hf"])
+    # TRL before judge_rl's vLLM sampler: the colocated engine binds this process's threads and imports vllm for good
+    if args.only in (None, "judge_rl") and "hf" in engines:
+        results["judge_rl/hf"] = run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, "hf")
     if args.only in (None, "trl"):
         results["trl"] = run_trl(args, cfg, tokenizer, prompt, score_fn, items)
+    if args.only in (None, "judge_rl") and "vllm" in engines:
+        results["judge_rl/vllm"] = run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, "vllm")
 
     print(f"\nmedian of {args.steps} step(s) after {args.warmup} warm-up, {batch} sequences a step:")
-    print(f"{'':10s}{'s/step':>8s}{'gen':>8s}{'ref':>8s}{'old_lp':>8s}{'update':>8s}"
+    print(f"{'':14s}{'s/step':>8s}{'gen':>8s}{'sync':>8s}{'ref':>8s}{'old_lp':>8s}{'update':>8s}"
           f"{'gen tok':>9s}{'mean len':>9s}{'max len':>8s}{'clipped':>8s}{'others':>8s}")
     rows = []
-    if "judge_rl" in results:
-        m = results["judge_rl"]["median"]
-        rows.append(("judge_rl", m["seconds"], m["timing_s/gen"], m["timing_s/ref"], m["timing_s/old_log_prob"],
-                     m["timing_s/update_actor"], m))
+    ours = [k for k in results if k.startswith("judge_rl/")]
+    for key in ours:
+        m = results[key]["median"]
+        rows.append((key, m["seconds"], m["timing_s/gen"], m["timing_s/update_weights"], m["timing_s/ref"],
+                     m["timing_s/old_log_prob"], m["timing_s/update_actor"], m))
     if "trl" in results:
         m = results["trl"]["median"]
-        rows.append(("trl", m["seconds"], m["gen"], m["ref_reward_adv"], float("nan"), m["update"], m))
-    for name, s, gen, ref, old, upd, m in rows:
-        print(f"{name:10s}{s:8.2f}{gen:8.2f}{ref:8.2f}{old:8.2f}{upd:8.2f}{m['generated_tokens']:9.0f}"
+        rows.append(("trl", m["seconds"], m["gen"], float("nan"), m["ref_reward_adv"], float("nan"), m["update"], m))
+    for name, s, gen, sync, ref, old, upd, m in rows:
+        print(f"{name:14s}{s:8.2f}{gen:8.2f}{sync:8.2f}{ref:8.2f}{old:8.2f}{upd:8.2f}{m['generated_tokens']:9.0f}"
               f"{m['mean_completion_length']:9.1f}{m['max_completion_length']:8.0f}{m['clipped_ratio']:8.2f}"
               f"{m['cores_others']:8.1f}")
     print("  others = cores other processes kept busy during the step (median): above ~0.2 the machine was shared "
@@ -559,16 +597,17 @@ def main() -> None:
     if "trl" in results:
         print("  trl: gen = _generate (tokenize, model.generate, decode); ref = the rest of "
               "_generate_and_score_completions (reference log-probs, reward, advantages); update = step - both")
-    if "judge_rl" in results:
-        print("  judge_rl: gen = timing_s/gen (generation + scoring); update = timing_s/update_actor")
-    if "judge_rl" in results and "trl" in results:
-        j, t = results["judge_rl"]["median"], results["trl"]["median"]
-        results["ratio_judge_rl_over_trl"] = j["seconds"] / t["seconds"]
+    if ours:
+        print("  judge_rl: gen = timing_s/gen (generation + scoring); sync = timing_s/update_weights (vLLM's weight "
+              "reload); update = timing_s/update_actor")
+    for key in ours if "trl" in results else []:
+        j, t = results[key]["median"], results["trl"]["median"]
+        results[f"ratio_{key}_over_trl"] = j["seconds"] / t["seconds"]
         per_tok = (j["seconds"] / j["generated_tokens"]) / (t["seconds"] / t["generated_tokens"])
-        results["ratio_seconds_per_generated_token"] = per_tok
-        print(f"ratio judge_rl/trl seconds per step: {results['ratio_judge_rl_over_trl']:.2f} "
+        results[f"ratio_{key}_seconds_per_generated_token"] = per_tok
+        print(f"ratio {key}/trl seconds per step: {results[f'ratio_{key}_over_trl']:.2f} "
               f"(per generated token: {per_tok:.2f}; decode steps run = longest completion: "
-              f"judge_rl {j['max_completion_length']:.0f}, trl {t['max_completion_length']:.0f})")
+              f"{key} {j['max_completion_length']:.0f}, trl {t['max_completion_length']:.0f})")
     if "raw" in results:
         raw = results["raw"]
         d = raw["decode"]
@@ -577,6 +616,8 @@ def main() -> None:
               f"{raw['fwd_bwd_shape'][1]}); decode {d['steps_per_s']:.2f} steps/s at batch {d['batch']} "
               f"({d['tokens_per_s']:.0f} tok/s)")
         for name, *_, m in rows:
+            if name.endswith("/vllm"):  # its decode is vLLM's, not the raw loop's: pricing it at that rate says nothing
+                continue
             # The step priced at the raw rates: each prompt prefilled once, the decode loop as long as the longest
             # completion at the full batch's speed, one no-grad reference forward and one forward+backward over
             # every sequence at the padded width. Indicative only: rows that finish early, the sampling and the

@@ -108,6 +108,7 @@ class TrainerConfig:
     max_new_tokens: int = 64
     temperature: float = 1.0
     top_p: float = 1.0
+    rollout_engine: str = "auto"  # auto | hf | vllm: who samples the local backend's rollouts (judge_rl/rollouts/samplers.py)
     save_every: int = 5
     keep_checkpoints: int = 2
     # held-out evaluation of the live policy every N RL steps and at the last (0: off); its metrics are

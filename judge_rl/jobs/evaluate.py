@@ -28,10 +28,13 @@ from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.schema import entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.rundir import claim_run_dir
 from judge_rl.rewards import build_reward
+from judge_rl.servers.vllm import auto_server
 
 def to_eval_config(cfg: DictConfig) -> EvalJobConfig:
     """Resolve and type-check the eval app's config; refuse what cannot work before a model loads."""
     job: EvalJobConfig = typed_config(cfg, EvalJobConfig)
+    if job.server.name == "auto":  # the fastest installed here, chosen once: the run's config names it
+        job.server.name = auto_server(job.model.source, job.server.device)
     validate_eval(job)
     return job
 

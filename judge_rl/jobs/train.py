@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from judge_rl.rollouts.samplers import resolve_rollout_engine
 from judge_rl.backends import BACKENDS
 from judge_rl.config import (
     JOB_RANGES,
@@ -104,6 +105,7 @@ def validate(job: JobConfig) -> None:
         raise ValueError(f"stages: unknown stage(s) {unknown}; known: {list(STAGES)}")
     check_ranges(job, JOB_RANGES)
     validate_model(job.model)
+    resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
     for split in ("train", "eval"):
         spec = getattr(job.data, split)
         check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")

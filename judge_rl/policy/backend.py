@@ -1,7 +1,8 @@
 """The local backend's step for a policy graded by a judge: sample, grade over HTTP, mask failures, update.
 
-One step: `rollout_n` samples per prompt (the main job's sampler), every sample graded by the `Grader`
-(all judge calls of the step in flight together), then the update of `LocalBackend` (verl's core_algos:
+One step: `rollout_n` samples per prompt (the main job's sampler, trainer.rollout_engine), every sample graded by
+the `Grader` (a group's judge calls start as soon as its samples exist, while other groups still generate; all of a
+step's calls may be in flight together), then the update of `LocalBackend` (verl's core_algos:
 advantages, clipped loss, KL) on the samples that were graded.
 
 No silent zeros. A sample whose grading failed (judge_rl/policy/rewards/) is never given a score:
@@ -22,7 +23,10 @@ max_failure_rate 1) updates nothing and says so (`judge_failure/skipped_update` 
 
 Logged per step, besides the main job's names (`critic/score/*` over graded samples, `response_length/*`,
 `actor/*`, `timing_s/*`):
-  timing_s/gen, timing_s/judge, timing_s/update    where the step's seconds went
+  timing_s/gen, timing_s/judge, timing_s/update    where the step's seconds went (judge: from the first judge call to
+                                                   the last group graded, overlapping generation where it can)
+  timing_s/judge_wait                              how long the step waited for the judge after sampling ended
+  timing_s/update_weights                          the vLLM sampler's weight reload (trainer.rollout_engine)
   judge/*                                          per-call telemetry (JudgeTelemetry.summary)
   judge_failure/samples, judge_failure/rate, judge_failure/masked_samples, judge_failure/dropped_groups,
   judge_failure/dropped_samples, judge_failure/reason/<reason>          per-sample failure accounting
@@ -51,7 +55,7 @@ from judge_rl.policy.config import JudgeFailurePolicy
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.policy.grading import Graded, Grader
 from judge_rl.servers.client import JudgeFailureRateExceeded, redact_url
-from judge_rl.rollouts import encode_chat, sample_generate
+from judge_rl.rollouts import encode_chat
 from judge_rl.updates.batch import build_batch
 
 GROUP_ESTIMATORS = ("grpo", "rloo", "reinforce_plus_plus_baseline", "grpo_passk", "opo", "gpg")
@@ -92,20 +96,31 @@ class PolicyBackend(LocalBackend):
         # samples_dir/step_<k>.jsonl: every sample of step k, its grade and the judge's replies (None: not kept)
         self.samples_dir = samples_dir
 
-    def rollout_graded(self, prompts: Sequence[PolicyPrompt]) -> GradedRollouts:
+    def rollout_graded(self, prompts: Sequence[PolicyPrompt], timing: dict[str, float] | None = None) -> GradedRollouts:
+        """Sample every prompt's group and grade it: a group's judge calls start as soon as its samples are done
+        (`Grader.stream`), while the sampler still decodes the other groups (the vLLM sampler finishes groups one
+        by one; the hf sampler finishes them all at once, so there its judging follows generation)."""
         n = self.algo.rollout_n
-        t = time.perf_counter()
+        timing = {} if timing is None else timing
         encoded = [encode_chat(self.tokenizer, p.chat()) for p in prompts]
-        groups = sample_generate(self.policy, self.tokenizer, encoded, num_samples=n, max_new_tokens=self.trainer.max_new_tokens,
-                                 batch_size=len(encoded) * n, temperature=self.trainer.temperature, top_p=self.trainer.top_p)  # fmt: skip
-        gen_s = time.perf_counter() - t
+        futures: list = [None] * len(prompts)
+        t = time.perf_counter()
+        with self.grader.stream() as stream:
+
+            def judge_group(i: int, group) -> None:
+                futures[i] = stream.submit([prompts[i]] * len(group), [g.text for g in group])
+
+            groups = self.sample(encoded, n, timing, on_group=judge_group)
+            generated = time.perf_counter()
+            graded = [g for future in futures for g in future.result()]
+            waited = time.perf_counter()
+            judge_s = stream.busy_s()
+        gen_s = generated - t - timing.get("timing_s/update_weights", 0.0)
+        timing["timing_s/judge_wait"] = waited - generated  # the step idle, waiting for the judge after sampling
         generations = [g for group in groups for g in group]
         shown = [p for p, group in zip(prompts, groups) for _ in group]
         # a step may draw the same prompt twice (small data, wrap-around): each draw is its own group
         uids = [f"{k}:{p.prompt_id}" for k, (p, group) in enumerate(zip(prompts, groups)) for _ in group]
-        t = time.perf_counter()
-        graded = self.grader.grade_many(shown, [g.text for g in generations])
-        judge_s = time.perf_counter() - t
         keep, dropped = kept_samples(uids, [g.reward.ok for g in graded], self.failure, self.algo.adv_estimator)
         if self.samples_dir is not None:
             self._save_samples(shown, generations, graded, set(keep))
@@ -156,14 +171,15 @@ class PolicyBackend(LocalBackend):
     def step(self, prompts: Sequence[PolicyPrompt]) -> dict[str, float]:  # type: ignore[override]
         t0 = time.perf_counter()
         self.grader.telemetry.reset()
-        r = self.rollout_graded(prompts)
+        timing: dict[str, float] = {}
+        r = self.rollout_graded(prompts, timing)
         metrics: dict[str, float] = {**self.grader.telemetry.summary(), **self.failure_metrics(r)}
         try:
             self.check_failure_rate(r)
         except JudgeFailureRateExceeded as e:  # the caller logs what the stopped step saw
             e.metrics, e.step = {**metrics, **bias_metrics(r.graded, r.lengths)}, self.global_step + 1  # type: ignore[attr-defined]
             raise
-        timing = {"timing_s/gen": r.gen_s, "timing_s/judge": r.judge_s}
+        timing.update({"timing_s/gen": r.gen_s, "timing_s/judge": r.judge_s})
         t = time.perf_counter()
         if r.scored is not None:
             metrics.update(self.update(r.scored, timing))

@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from judge_rl.rollouts.samplers import resolve_rollout_engine
 from judge_rl.config import (
     JOB_RANGES,
     ClusterConfig,
@@ -41,7 +42,7 @@ from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.sources import POLICY_SOURCES
 
-ENGINES = ("local", "openai", "vllm", "none")
+ENGINES = ("local", "openai", "vllm", "none")  # and auto, resolved to local or vllm when the config is read
 FAILURE_MODES = ("mask", "drop_group")
 CRITERION_FORMATS = ("json", "yesno")
 
@@ -254,6 +255,10 @@ def to_policy_config(cfg: DictConfig) -> PolicyJobConfig:
         raise ValueError(f"algorithm={name} (recipe {recipe}): the policy job trains with online RL "
                          "(algorithm=grpo, dr_grpo, rloo, reinforce_pp, reinforce_pp_baseline, ppo)")
     job: PolicyJobConfig = typed_config(cfg, PolicyJobConfig)
+    if job.judge.engine == "auto":  # chosen once, here: the run's config names the engine that served
+        from judge_rl.servers.endpoint import auto_engine
+
+        job.judge.engine = auto_engine(job.judge)
     validate_policy_job(job)
     return job
 
@@ -261,6 +266,7 @@ def to_policy_config(cfg: DictConfig) -> PolicyJobConfig:
 def validate_policy_job(job: PolicyJobConfig) -> None:
     check_ranges(job, POLICY_RANGES)
     validate_model(job.model)
+    resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
     r, j, a = job.policy_reward, job.judge, job.algorithm
     _choice(r.name, "policy_reward.name", tuple(POLICY_REWARDS.names()))  # judge_rl/policy/rewards/<name>.py
     spec = POLICY_REWARDS.get(r.name)

@@ -30,7 +30,11 @@ every sample whose prompt has checkers, and for rubric criteria tied to one IFEv
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
+import contextlib
+import threading
+import time
+from concurrent.futures import Future
+from typing import Iterator, Sequence
 
 from judge_rl.aio import run_sync
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
@@ -115,3 +119,63 @@ class Grader:
                     await self.client.aclose()
 
         return run_sync(run())
+
+    @contextlib.contextmanager
+    def stream(self) -> Iterator["GradingStream"]:
+        """Grading that runs beside the caller: `stream.submit(prompts, responses)` starts those samples' judge calls
+        at once on an event loop in a background thread and returns a future of their `Graded` list, so the policy
+        job judges a group while other groups still generate. The loop's connections are closed on exit."""
+        stream = GradingStream(self)
+        try:
+            yield stream
+        finally:
+            stream.close()
+
+
+class GradingStream:
+    """`Grader.stream()`'s background event loop (one thread): every submitted batch of samples is graded
+    concurrently with the others and with the caller (calls capped by `judge.concurrency` on that loop)."""
+
+    def __init__(self, grader: Grader):
+        self.grader = grader
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="judge-stream", daemon=True)
+        self.thread.start()
+        self.first_submit: float | None = None  # perf_counter of the first submit, and of the last batch graded
+        self.last_done: float | None = None
+
+    def busy_s(self) -> float:
+        """Seconds from the first submitted batch to the last one graded (0 before any was)."""
+        if self.first_submit is None or self.last_done is None:
+            return 0.0
+        return max(0.0, self.last_done - self.first_submit)
+
+    def submit(self, prompts: Sequence[PolicyPrompt], responses: Sequence[str]) -> "Future[list[Graded]]":
+        """Start grading these samples now; the future holds their `Graded` list, in order."""
+        if self.first_submit is None:
+            self.first_submit = time.perf_counter()
+
+        async def run() -> list[Graded]:
+            graded = list(await asyncio.gather(*(self.grader.grade_detailed(p, r) for p, r in zip(prompts, responses))))
+            self.last_done = time.perf_counter()  # before the future resolves: a caller that saw it done sees this
+            return graded
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop)
+
+    def close(self) -> None:
+        """Cancel what is still running, close the loop's connections, stop the thread. Idempotent."""
+        if self.loop.is_closed():
+            return
+
+        async def shutdown() -> None:
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            if self.grader.client is not None:
+                await self.grader.client.aclose()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()

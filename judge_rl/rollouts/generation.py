@@ -19,6 +19,9 @@ class Generation:
     response_ids: list[int]  # up to and including the end-of-turn token when one was produced
     text: str  # the response without special tokens
     finished: bool  # False when max_new_tokens cut it off
+    # the sampler's log-prob of each response token (a sampler other than the policy: judge_rl/rollouts/samplers.py);
+    # None when the policy sampled itself (its own log-probs are the trainer's)
+    log_probs: tuple[float, ...] | None = None
 
 
 def encode_chat(tokenizer, messages: list[dict[str, str]]) -> list[int]:

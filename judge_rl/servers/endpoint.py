@@ -32,7 +32,6 @@ to a local judge exactly as to a remote one, over HTTP.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import shlex
 import shutil
@@ -102,6 +101,18 @@ def judge_endpoint(
                 yield endpoint
     else:
         raise ValueError(f"judge.engine={engine!r}: expected one of local, openai, vllm, none")
+
+
+def auto_engine(judge_cfg) -> str:
+    """What `judge.engine=auto` (judge=embedded's default) serves with: vllm (`vllm serve`, prefix caching on) where
+    vLLM is installed, no running server is named (`judge.base_url`), no failures are injected (`judge.faults.*`
+    come from the project's server) and the judge has weights on disk (not the tiny random test model); the
+    project's server (local) otherwise. scripts/bench_serving.py measures the policy job's judging on both."""
+    if judge_cfg.base_url or (getattr(judge_cfg, "faults", None) is not None and judge_cfg.faults.active()):
+        return "local"
+    if judge_cfg.model is not None and load_model_config(judge_cfg.model, "judge.model").source == "tiny_random":
+        return "local"
+    return "vllm" if _vllm_installed() else "local"
 
 
 def judge_model_config(judge_cfg):
@@ -203,8 +214,9 @@ def _local_server(judge_cfg, cache_dir: str, seed: int) -> Iterator[ChatCompleti
 
 
 def _vllm_installed() -> bool:
-    """Whether this Python can import vllm (looked up, not imported: importing it takes seconds)."""
-    return importlib.util.find_spec("vllm") is not None
+    from judge_rl.servers.vllm import vllm_installed
+
+    return vllm_installed()
 
 
 def _resolve_executable(name: str) -> str | None:

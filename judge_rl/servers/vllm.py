@@ -10,9 +10,10 @@ On a machine without a CUDA device vLLM runs on the CPU (`vllm_settings`): float
 dtype (as server=hf computes on a CPU; the judge's identity then says `vllm-cpu`), eager execution unless
 `server.enforce_eager=false` (torch.compile at start-up: the embedded model's server was ready in ~86 s
 compiled, 20-40 s eager, on 2 shared cores), `max_model_len` 2048 unless set (the KV cache is host
-memory), and `VLLM_CPU_KVCACHE_SPACE` (GiB of KV cache) 2 unless the environment sets it. vLLM's CPU
-build starts its engine with the `spawn` method: a script that builds this server needs an
-`if __name__ == "__main__":` guard (`python -m judge_rl.eval` has one).
+memory), and `VLLM_CPU_KVCACHE_SPACE` (GiB of KV cache) 2 unless the environment sets it. There the engine runs
+in this process (`in_process_llm`: ready in ~3-5 s for the embedded model); on a GPU vLLM starts its engine
+process with the `spawn` method, so a script that builds this server needs an `if __name__ == "__main__":` guard
+(`python -m judge_rl.eval` has one).
 """
 
 from __future__ import annotations
@@ -41,6 +42,25 @@ def model_dir(model_cfg, cache_dir: str, checkpoint: str | None) -> str:
 # context when none is configured
 CPU_KVCACHE_SPACE_GIB = "2"
 CPU_MAX_MODEL_LEN = 2048
+
+
+def vllm_installed() -> bool:
+    """Whether this Python can import vllm (looked up, not imported: importing it takes seconds)."""
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def auto_server(model_source: str, device: str) -> str:
+    """What `server=auto` (the eval app's default) runs: vllm where vLLM is installed, the model has weights on
+    disk (not the tiny random test model) and the device asked for is the one vLLM would use; hf otherwise.
+    scripts/bench_serving.py measures why: on the embedded judge vLLM's engine is several times the hf engine's
+    pairs/s with the same greedy verdicts."""
+    if model_source == "tiny_random" or not vllm_installed():
+        return "hf"
+    if device != "auto" and (device == "cuda") != cuda_available():
+        return "hf"
+    return "vllm"
 
 
 def cuda_available() -> bool:
@@ -80,6 +100,25 @@ def weights_identity(path: str, cache_dir: str) -> str:
     return path
 
 
+def in_process_llm(**kwargs):
+    """`vllm.LLM(**kwargs)` with its engine in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0` while it is built),
+    not in a spawned engine process: on a CPU it starts in seconds (no second interpreter importing torch and vLLM,
+    no model copy), and a colocated sampler can hand it the policy's weights by reference. vLLM's INFO lines and
+    its CPU advice are quieted (VLLM_LOGGING_LEVEL=ERROR unless the environment sets a level)."""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    from vllm import LLM
+
+    previous = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    try:
+        return LLM(**kwargs)
+    finally:
+        if previous is None:
+            os.environ.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
+        else:
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = previous
+
+
 @SERVERS.register("vllm")
 class VLLMServer:
     def __init__(self, llm, identity: str, tokenizer=None, context_length: int | None = None):
@@ -99,8 +138,9 @@ class VLLMServer:
         path = model_dir(model_cfg, cache_dir, checkpoint)
         cpu = not cuda_available()
         if cpu:
-            cpu_environment()  # before the engine (and its worker process) starts
-        llm = LLM(
+            cpu_environment()  # before the engine starts
+        build = in_process_llm if cpu else LLM  # a CPU engine in this process starts in seconds
+        llm = build(
             model=path,
             tensor_parallel_size=server_cfg.tensor_parallel_size,
             gpu_memory_utilization=server_cfg.gpu_memory_utilization,

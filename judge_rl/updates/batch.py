@@ -25,6 +25,9 @@ class RolloutBatch:
     response_mask: torch.Tensor  # (B, R) float
     prompt_width: int
     uids: np.ndarray  # (B,) group id: samples of one prompt share it
+    # (B, R) the sampler's log-probs of the response tokens, when another engine than the policy sampled them
+    # (verl's `rollout_log_probs`); None when the policy sampled itself
+    rollout_log_probs: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
@@ -39,6 +42,7 @@ class RolloutBatch:
             self.response_mask[i],
             self.prompt_width,
             self.uids[np.asarray(list(idx))],
+            None if self.rollout_log_probs is None else self.rollout_log_probs[i],
         )
 
     def to(self, device: torch.device) -> "RolloutBatch":
@@ -50,6 +54,7 @@ class RolloutBatch:
             self.response_mask.to(device),
             self.prompt_width,
             self.uids,
+            None if self.rollout_log_probs is None else self.rollout_log_probs.to(device),
         )
 
 
@@ -69,7 +74,14 @@ def build_batch(generations: Sequence[Generation], uids: Sequence[str], pad_id: 
             attention[row, P : P + r] = 1
             response_mask[row, :r] = 1.0
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
-    return RolloutBatch(input_ids, attention, position_ids, input_ids[:, P:], response_mask, P, np.asarray(uids))
+    rollout_log_probs = None
+    if all(g.log_probs is not None for g in generations):
+        rollout_log_probs = torch.zeros((B, R), dtype=torch.float32)
+        for row, g in enumerate(generations):
+            if g.log_probs:
+                rollout_log_probs[row, : len(g.log_probs)] = torch.tensor(g.log_probs)
+    return RolloutBatch(input_ids, attention, position_ids, input_ids[:, P:], response_mask, P, np.asarray(uids),
+                        rollout_log_probs)
 
 
 def _forward(model, batch: RolloutBatch, **kwargs) -> torch.Tensor:

@@ -287,3 +287,17 @@ def test_judge_faults_need_the_judge_the_job_serves(tmp_path):
         to_policy_config(policy_cfg([f"run_dir={tmp_path}", "+judge.base_url=http://127.0.0.1:9/v1",
                                      "judge.faults.fail_every=3"]))  # a local engine reaching a running server
     assert to_policy_config(policy_cfg([f"run_dir={tmp_path}", "judge.faults.fail_every=3"])).judge.faults.fail_every == 3
+
+
+def test_a_slow_judge_costs_the_step_its_slowest_call_not_the_sum_of_them(tmp_path):
+    """Every judge call is held 1 s by the served judge (judge.faults.hang_every=1, hang_s=1) and then answered "Yes".
+    A step's calls are in flight together (a group's as soon as its samples exist): the step waits about one call's
+    delay for the judge after sampling (timing_s/judge_wait), not one per call."""
+    run_dir = tmp_path / "run"
+    run(policy_cfg([f"run_dir={run_dir}", "ifeval.enabled=false", "policy_reward=rubric_yesno", "trainer.total_steps=1",
+                    "judge.faults.hang_every=1", "judge.faults.hang_s=1.0", 'judge.faults.reply="Yes"',
+                    "judge.max_retries=0"]))  # fmt: skip
+    (h,) = read_jsonl(run_dir / "metrics.jsonl")
+    assert h["judge/calls"] >= 8 and h["judge/failures"] == 0  # one after another: >= 8 s
+    assert 1.0 <= h["timing_s/judge_wait"] < 3.0
+    assert h["timing_s/judge"] >= 1.0 and h["timing_s/gen"] > 0

@@ -24,7 +24,8 @@ from judge_rl.backends.algorithm import ACTOR, AlgorithmConfig, actor_config, ve
 from judge_rl.config import TrainerConfig
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.reports.judge_metrics import verdict_metrics
-from judge_rl.rollouts import encode_chat, sample_generate
+from judge_rl.rollouts import Generation, HFSampler, Sampler, encode_chat
+from judge_rl.rollouts.samplers import OnGroup
 from judge_rl.updates.batch import RolloutBatch, build_batch, response_values, shared_prefix_log_probs, token_level_scores
 
 
@@ -120,6 +121,28 @@ class LocalBackend:
                 critic.parameters(), lr=algo.critic.lr, weight_decay=algo.critic.weight_decay
             )
         self.global_step = 0
+        # who samples the rollouts (trainer.rollout_engine; the loop installs a vLLM engine with `use_sampler`)
+        self.sampler: Sampler = HFSampler(policy, tokenizer)
+
+    def use_sampler(self, sampler: Sampler) -> None:
+        """Sample the rollouts with `sampler` (built from the policy as it is now) instead of the policy itself."""
+        self.sampler.close()
+        self.sampler = sampler
+
+    def close(self) -> None:
+        """Release the sampler's engine (a colocated vLLM's KV cache)."""
+        self.sampler.close()
+
+    def sample(self, prompts: list[list[int]], num_samples: int, timing: dict[str, float] | None = None,
+               on_group: OnGroup | None = None) -> list[list[Generation]]:  # fmt: skip
+        """`num_samples` rollouts per prompt from the sampler, given the policy's current weights first (timed as
+        `timing_s/update_weights`, verl's name, when `timing` is given); `on_group` as the sampler's."""
+        t = time.perf_counter()
+        self.sampler.sync(self.policy)
+        if timing is not None:
+            timing["timing_s/update_weights"] = time.perf_counter() - t
+        return self.sampler.sample(prompts, num_samples=num_samples, max_new_tokens=self.trainer.max_new_tokens,
+                                   temperature=self.trainer.temperature, top_p=self.trainer.top_p, on_group=on_group)  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
         """Optimizer and controller state for checkpoints (the models are saved as HF directories)."""
@@ -135,7 +158,7 @@ class LocalBackend:
             self.critic_optimizer.load_state_dict(state["critic_optimizer"])
 
     # -- rollout ---------------------------------------------------------------------------------
-    def rollout(self, items: Sequence[JudgeItem]) -> ScoredRollouts:
+    def rollout(self, items: Sequence[JudgeItem], timing: dict[str, float] | None = None) -> ScoredRollouts:
         n = self.algo.rollout_n
         if self.group_fn is not None or self.algo.group_both_orders:
             # both orders of each pair, n/2 samples each, one group per pair
@@ -144,16 +167,7 @@ class LocalBackend:
         else:
             shown, per_prompt, group_of = list(items), n, [item.item_id for item in items]
         prompts = [encode_chat(self.tokenizer, self.messages_fn(item)) for item in shown]
-        groups = sample_generate(
-            self.policy,
-            self.tokenizer,
-            prompts,
-            num_samples=per_prompt,
-            max_new_tokens=self.trainer.max_new_tokens,
-            batch_size=len(prompts) * per_prompt,
-            temperature=self.trainer.temperature,
-            top_p=self.trainer.top_p,
-        )
+        groups = self.sample(prompts, per_prompt, timing)
         generations, uids, rewards = [], [], []
         for item, uid, group in zip(shown, group_of, groups):
             for g in group:
@@ -233,6 +247,9 @@ class LocalBackend:
             counts[key] = counts.get(key, 0) + 1
 
         grad_norms = []
+        # the trainer's log-probs of the sampled tokens before this update, against the sampler's (another engine)
+        sampler_check = batch.rollout_log_probs is not None
+        actor_old = old_log_prob if old_log_prob is not None or not sampler_check else torch.zeros_like(batch.rollout_log_probs)
         cfg = actor_config(algo, micro)  # verl's ActorConfig, from the mapping both backends read
         for _epoch in range(cfg.ppo_epochs):
             for mini_start in range(0, B, mini):
@@ -252,6 +269,8 @@ class LocalBackend:
                     mask = part.response_mask
                     log_prob, entropy = shared_prefix_log_probs(self.policy, part, self.trainer.temperature, with_entropy=True)
                     old = log_prob.detach() if old_log_prob is None else old_log_prob[idx].to(self.device)
+                    if sampler_check and old_log_prob is None and _epoch == 0:
+                        actor_old[idx] = old.float().cpu()
                     pg_loss, pg_metrics = self.policy_loss_fn(
                         old_log_prob=old,
                         log_prob=log_prob,
@@ -286,6 +305,8 @@ class LocalBackend:
         timing["timing_s/update_actor"] = time.perf_counter() - t
 
         metrics = {k: sums[k] / counts[k] for k in sums}
+        if sampler_check:
+            metrics.update(sampler_mismatch_metrics(batch.rollout_log_probs, actor_old, batch.response_mask, batch.responses))
         metrics["actor/grad_norm"] = float(np.mean(grad_norms))
         metrics["actor/lr"] = self.optimizer.param_groups[0]["lr"]
         return {**metrics, **kl_metrics, **critic_metrics, **self._advantage_metrics(advantages, returns, batch)}
@@ -367,8 +388,8 @@ class LocalBackend:
     def step(self, items: Sequence[JudgeItem]) -> dict[str, float]:
         t0 = time.perf_counter()
         timing: dict[str, float] = {}
-        rollouts = self.rollout(items)
-        timing["timing_s/gen"] = time.perf_counter() - t0
+        rollouts = self.rollout(items, timing)
+        timing["timing_s/gen"] = time.perf_counter() - t0 - timing.get("timing_s/update_weights", 0.0)
         metrics = self.update(rollouts, timing)
         timing["timing_s/step"] = time.perf_counter() - t0
         metrics.update(timing)
@@ -377,6 +398,26 @@ class LocalBackend:
         metrics["perf/total_num_tokens"] = float(rollouts.batch.attention_mask.sum())
         metrics["perf/throughput"] = metrics["perf/total_num_tokens"] / timing["timing_s/step"]
         return metrics
+
+
+def sampler_mismatch_metrics(rollout_log_probs: torch.Tensor, actor_log_probs: torch.Tensor, response_mask: torch.Tensor,
+                             responses: torch.Tensor) -> dict[str, float]:  # fmt: skip
+    """How far the sampler's log-probs of the sampled tokens are from the trainer's (a colocated vLLM engine against the
+    policy): verl's `training/rollout_probs_diff_*` and probability correlation (verl.utils.debug.metrics), and the
+    per-token importance ratio trainer/sampler, exp(actor - rollout), that a correction (verl's and TRL's TIS) would
+    weight the loss with: `training/rollout_is_ratio_mean`, `_max`, `_min` over the response tokens."""
+    from verl import DataProto
+    from verl.utils.debug.metrics import calculate_debug_metrics
+
+    data = DataProto.from_dict({"rollout_log_probs": rollout_log_probs.float(), "old_log_probs": actor_log_probs.float(),
+                                "response_mask": response_mask.float(), "responses": responses})  # fmt: skip
+    out = {k: float(v) for k, v in calculate_debug_metrics(data).items()}
+    valid = response_mask.bool()
+    if valid.any():
+        ratio = torch.exp(actor_log_probs.float() - rollout_log_probs.float())[valid]
+        out.update({"training/rollout_is_ratio_mean": ratio.mean().item(), "training/rollout_is_ratio_max": ratio.max().item(),
+                    "training/rollout_is_ratio_min": ratio.min().item()})  # fmt: skip
+    return out
 
 
 def rollout_metrics(r: ScoredRollouts) -> dict[str, float]:

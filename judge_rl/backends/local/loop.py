@@ -32,6 +32,7 @@ from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.reports.logging import metrics_row
 from judge_rl.backends import BACKENDS, LaunchJob, Log, RLResult, RLTask
 from judge_rl.backends.local.backend import LocalBackend
+from judge_rl.rollouts import build_sampler, resolve_rollout_engine
 
 LATEST = "latest_checkpointed_iteration.txt"
 TRAINED_STATE = "judge_rl_trained.json"  # in rl_model/: the init and step count it was trained with
@@ -189,6 +190,25 @@ def run_local_loop(
         critic_source = found[1] / "critic" if found else init_model
         critic = load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source, seed=job.seed)
     backend = make_backend(policy, reference, tokenizer, critic)
+    engine = resolve_rollout_engine(job.trainer.rollout_engine, device.type, job.model.source)
+    if engine != backend.sampler.name:
+        t = time.perf_counter()
+        backend.use_sampler(build_sampler(engine, policy, tokenizer))
+        console.print(f"[dim]rl: rollouts sampled by {engine} (trainer.rollout_engine={job.trainer.rollout_engine}), "
+                      f"ready in {time.perf_counter() - t:.1f}s[/dim]")  # fmt: skip
+    try:
+        return _train(job, backend, tokenizer, items, log, run_dir, found, origin, eval_fn, eval_at, describe)
+    finally:
+        backend.close()
+
+
+def _train(job: LaunchJob, backend: LocalBackend, tokenizer, items, log, run_dir: Path, found, origin, eval_fn, eval_at,
+           describe) -> RLResult:  # fmt: skip
+    """The steps of `run_local_loop`, from the checkpoint `found` (or the start) to `rl_model/`."""
+    final_dir = run_dir / "rl_model"
+    ckpt_root = run_dir / "checkpoints"
+    device = backend.device
+    start = found[0] if found else 0
     if found:
         backend.load_state_dict(torch.load(found[1] / "trainer_state.pt", map_location=device))
         backend.global_step = start
