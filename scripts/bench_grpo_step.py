@@ -14,7 +14,8 @@ judge prompt on synthetic train pairs, the prompts of step k drawn as `train_loc
 judge_rl's `compute_score` (strength); GRPO advantages (group mean and std), clipped ratio (0.2), KL to a frozen
 reference as a loss (low-variance "k3" estimator, coefficient `--beta`), token-mean loss aggregation; one
 optimizer step per step (AdamW, constant `--lr`, weight decay 0.01, grad-norm clip 1.0), micro-batches of
-`--micro-batch` sequences with gradient accumulation; no vLLM, no gradient checkpointing, no bf16.
+`--micro-batch` sequences with gradient accumulation; no gradient checkpointing, no bf16; TRL
+without vLLM (TRL 1.12, this project's pin, cannot import its vLLM client against vLLM 0.31: `without_vllm`).
 
   judge_rl  LocalBackend.step (as `train_local` builds it: load_model for policy and reference, the prompt's
             `messages`, `compute_score`), once per `--rollout-engines` (trainer.rollout_engine: hf = the policy

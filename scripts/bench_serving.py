@@ -32,6 +32,7 @@ it alone: a benchmark sharing the 2 cores is void.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -331,6 +332,8 @@ def main() -> None:
     os.environ.setdefault("JUDGE_RL_ROOT", str(REPO))
 
     out = {}
+    if importlib.util.find_spec("llama_cpp") is None:  # the fourth path; `make install` does not install it
+        print("llama.cpp (llama-cpp-python): not installed here, no row", flush=True)
     if "eval" in args.workloads:
         out["eval"] = eval_workload(args)
     if "policy" in args.workloads:

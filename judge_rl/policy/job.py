@@ -185,7 +185,8 @@ def policy_step_line(step: int, total: int, m: dict[str, float]) -> str:
     return (f"policy step {step}/{total}: reward {shown}  rule {m.get('bias/rule_mean', float('nan')):.3f}  "
             f"judge calls {int(m.get('judge/calls', 0))}  failed samples {int(m['judge_failure/samples'])}"
             f"/{int(m['judge_failure/samples'] + m['judge_failure/trained_samples'] + m['judge_failure/dropped_samples'])}  "
-            f"gen {m['timing_s/gen']:.1f}s judge {m['timing_s/judge']:.1f}s update {m['timing_s/update']:.1f}s")  # fmt: skip
+            f"gen {m['timing_s/gen']:.1f}s judge {m['timing_s/judge']:.1f}s (waited {m.get('timing_s/judge_wait', 0.0):.1f}s) "
+            f"update {m['timing_s/update']:.1f}s")  # fmt: skip
 
 
 def _mean(history: list[dict[str, Any]], key: str) -> float | None:
@@ -209,7 +210,7 @@ def training_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
         out["reward_curve"] = curve
     out["rewards"] = [h.get("critic/score/mean") for h in history]
     out["seconds_per_step"] = _mean(history, "timing_s/step")
-    out["timing"] = {k: _mean(history, f"timing_s/{k}") for k in ("gen", "judge", "update")}
+    out["timing"] = {k: _mean(history, f"timing_s/{k}") for k in ("gen", "judge", "judge_wait", "update")}
     out["judge"] = {k: _sum(history, f"judge/{k}") for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "failures")}
     out["judge"]["latency_p50_s"] = _mean(history, "judge/latency_p50_s")
     out["judge"]["latency_p95_s"] = _mean(history, "judge/latency_p95_s")
@@ -256,7 +257,8 @@ def print_policy_summary(results: dict[str, Any]) -> None:
             lines.append(f"  {k.replace('_accuracy', ''):32s} {b[k]:.3f}   {a[k]:.3f}   {g['diff']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]")
     t = rl.get("timing", {})
     lines.append(f"RL: {rl.get('steps', 0)} steps, {_fmt(rl.get('seconds_per_step'))} s/step (generation {_fmt(t.get('gen'))}, "
-                 f"judging {_fmt(t.get('judge'))}, update {_fmt(t.get('update'))})")  # fmt: skip
+                 f"judging {_fmt(t.get('judge'))} of which waited for {_fmt(t.get('judge_wait'))}, "
+                 f"update {_fmt(t.get('update'))})")  # fmt: skip
     if rl.get("reward_curve"):
         c = rl["reward_curve"]
         lines.append(f"reward: first {_fmt(c.get('first_mean'))} -> last {_fmt(c.get('last_mean'))}")

@@ -24,6 +24,11 @@ class Generation:
     log_probs: tuple[float, ...] | None = None
 
 
+# a sampler calls this with (prompt index, its samples) as each prompt's samples are done (judge_rl/rollouts/samplers.py):
+# the policy job judges them there
+OnGroup = Callable[[int, list[Generation]], None]
+
+
 def encode_chat(tokenizer, messages: list[dict[str, str]]) -> list[int]:
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
     return list(ids)

@@ -22,14 +22,12 @@ step, so a resumed run samples what the uninterrupted run sampled (as the hf sam
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from typing import Protocol, Sequence
 
-from judge_rl.rollouts.generation import Generation, sample_generate
+from judge_rl.rollouts.generation import Generation, OnGroup, sample_generate
 from judge_rl.servers import vllm as vllm_server
 
 ROLLOUT_ENGINES = ("auto", "hf", "vllm")
-# called with (prompt index, its samples) as each prompt's samples are done: the policy job judges them there
-OnGroup = Callable[[int, list[Generation]], None]
 
 
 class Sampler(Protocol):

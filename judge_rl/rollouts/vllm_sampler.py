@@ -27,10 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-import torch
 
-from judge_rl.rollouts.generation import Generation
-from judge_rl.rollouts.samplers import OnGroup
+from judge_rl.rollouts.generation import Generation, OnGroup
 
 GPU_MEMORY_UTILIZATION = 0.3
 

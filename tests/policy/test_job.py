@@ -90,7 +90,7 @@ def test_tiny_job_end_to_end_and_resume(tmp_path, ifeval_file):
     gain = results["comparisons"]["after_minus_before"]["prompt_level_strict_accuracy"]
     assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
     rl = results["training"]["rl"]
-    assert rl["steps"] == 2 and set(rl["timing"]) == {"gen", "judge", "update"}
+    assert rl["steps"] == 2 and set(rl["timing"]) == {"gen", "judge", "judge_wait", "update"}
     # the random tiny judge writes no verdict within 8 tokens: every sample failed, none trained, counted by reason
     history = read_jsonl(run_dir / "metrics.jsonl")
     assert [h["step"] for h in history] == [1, 2]

@@ -20,8 +20,8 @@ from judge_rl.rollouts import build_sampler, encode_chat, resolve_rollout_engine
 from judge_rl.servers import vllm as vllm_server
 from judge_rl.servers.http import load_model_config
 from judge_rl.updates.batch import build_batch, shared_prefix_log_probs
-from tests.conftest import CACHE_DIR
-from tests.vllm_support import require_vllm
+from conftest import CACHE_DIR
+from vllm_support import require_vllm
 
 QUESTIONS = ("Write a haiku about rain.", "What is 2+2? Answer in one word.")
 

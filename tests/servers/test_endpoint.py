@@ -220,3 +220,17 @@ def test_a_port_already_in_use_is_refused_before_starting(tmp_path):
             with judge_endpoint(vllm_cfg(port=port), CACHE_DIR, log_dir=tmp_path, command=stand_in(port)):
                 pass
     assert not (tmp_path / "vllm_serve.log").exists()
+
+
+def test_judge_engine_auto_serves_with_vllm_unless_the_projects_server_is_needed(monkeypatch):
+    from judge_rl.policy.config import JudgeFaultsConfig
+
+    monkeypatch.setattr(endpoint_module, "_vllm_installed", lambda: True)
+    assert endpoint_module.auto_engine(RewardJudgeConfig(engine="auto", model="smollm2-135m")) == "vllm"
+    assert endpoint_module.auto_engine(RewardJudgeConfig(engine="auto", model="tiny-random")) == "local"
+    assert endpoint_module.auto_engine(RewardJudgeConfig(engine="auto", model="smollm2-135m",
+                                                         faults=JudgeFaultsConfig(fail_every=3))) == "local"  # fmt: skip
+    assert endpoint_module.auto_engine(RewardJudgeConfig(engine="auto", model="smollm2-135m",
+                                                         base_url="http://127.0.0.1:9/v1")) == "local"  # fmt: skip
+    monkeypatch.setattr(endpoint_module, "_vllm_installed", lambda: False)
+    assert endpoint_module.auto_engine(RewardJudgeConfig(engine="auto", model="smollm2-135m")) == "local"

@@ -109,3 +109,23 @@ def test_server_vllm_on_the_cpu_judges_as_server_hf_does(tmp_path, shared_data):
           f"hf {parsed['hf']}/16 vllm {parsed['vllm']}/16; hf {seconds['hf']:.0f}s, vllm {seconds['vllm']:.0f}s (start-up included)")
     assert verdicts >= 0.75 and texts >= 0.75
     assert parsed["vllm"] >= parsed["hf"] - 4  # vLLM's replies parse about as often as hf's
+
+
+def test_server_auto_picks_vllm_where_it_can_run_and_hf_elsewhere(monkeypatch):
+    from judge_rl.servers import vllm as vllm_module
+
+    monkeypatch.setattr(vllm_module, "vllm_installed", lambda: True)
+    monkeypatch.setattr(vllm_module, "cuda_available", lambda: False)
+    assert vllm_module.auto_server("gguf_package", "auto") == "vllm"
+    assert vllm_module.auto_server("gguf_package", "cpu") == "vllm"
+    assert vllm_module.auto_server("gguf_package", "cuda") == "hf"  # asked for a GPU vLLM would not use
+    assert vllm_module.auto_server("tiny_random", "auto") == "hf"  # no weights on disk to serve
+    monkeypatch.setattr(vllm_module, "vllm_installed", lambda: False)
+    assert vllm_module.auto_server("gguf_package", "auto") == "hf"
+
+
+def test_the_eval_apps_default_server_is_resolved_once_and_named_in_the_config(tmp_path):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=[f"cache_dir={CACHE_DIR}", f"run_dir={tmp_path}", "model=tiny-random"])
+    assert cfg.server.name == "auto"
+    assert to_eval_config(cfg).server.name == "hf"  # the tiny random model has no weights for vLLM

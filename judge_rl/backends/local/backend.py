@@ -25,7 +25,7 @@ from judge_rl.config import TrainerConfig
 from judge_rl.data.pairs import JudgeItem
 from judge_rl.reports.judge_metrics import verdict_metrics
 from judge_rl.rollouts import Generation, HFSampler, Sampler, encode_chat
-from judge_rl.rollouts.samplers import OnGroup
+from judge_rl.rollouts.generation import OnGroup
 from judge_rl.updates.batch import RolloutBatch, build_batch, response_values, shared_prefix_log_probs, token_level_scores
 
 
