@@ -133,6 +133,11 @@ class SFTConfig:
 
 @dataclass
 class EvalConfig:
+    # who judges at the eval stages (eval_base, eval_sft, eval_rl): hf (the model in this process), vllm (vLLM's engine
+    # in this process, on the saved model directory), auto (vllm on a CPU where vLLM is installed and the model has
+    # weights on disk: several times hf's pairs/s with the same greedy verdicts, scripts/bench_serving.py; hf
+    # otherwise). The live evaluation during RL (trainer.eval_every) judges with the policy in memory (hf).
+    server: str = "auto"
     batch_size: int = 16
     max_new_tokens: int = 80
     limit: Optional[int] = None

@@ -106,6 +106,8 @@ def validate(job: JobConfig) -> None:
     check_ranges(job, JOB_RANGES)
     validate_model(job.model)
     resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
+    if job.eval.server not in ("auto", "hf", "vllm"):
+        raise ValueError(f"eval.server={job.eval.server!r}: expected auto, hf or vllm")
     for split in ("train", "eval"):
         spec = getattr(job.data, split)
         check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")

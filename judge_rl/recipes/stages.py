@@ -37,7 +37,9 @@ from judge_rl.reports.summary import print_summary
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
 from judge_rl.rollouts.generation import generate
-from judge_rl.servers import HFServer
+from judge_rl.config.schema import ServerConfig
+from judge_rl.servers import HFServer, VLLMServer
+from judge_rl.servers.vllm import auto_server
 from judge_rl.updates.sft import run_sft, sft_examples
 
 # ------------------------------------------------------------------ data
@@ -254,9 +256,35 @@ def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None, server=N
     the judge (e.g. a reward model's `ScalarServer`) instead of generating with the causal LM at `checkpoint`."""
     job = run.job
     model = None
-    if server is None:
+    if server is None and eval_engine(job.eval.server, job.model.source, run.device.type) == "vllm":
+        server = VLLMServer.from_config(ServerConfig(name="vllm"), job.model, job.cache_dir, checkpoint, job.seed)
+    elif server is None:
         model = load_model(job.model, job.cache_dir, run.device, checkpoint=checkpoint, seed=job.seed)
         server = HFServer(model, run.tokenizer, job.eval.batch_size, name=job.model.name)
+    try:
+        _evaluate_with(run, stage, label, server)
+    finally:
+        close = getattr(server, "close", None)
+        if close is not None:
+            close()  # a vLLM engine's KV cache is freed now, before the next stage builds its own
+    del model, server
+    if run.device.type == "cuda":
+        torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
+
+
+def eval_engine(choice: str, model_source: str, device_type: str) -> str:
+    """What `eval.server=choice` runs the eval stages with: hf or vllm (auto: vllm on a CPU where it can serve the
+    model, `servers.vllm.auto_server`; hf on a GPU, where the trainer's memory is not measured beside it yet)."""
+    if choice not in ("auto", "hf", "vllm"):
+        raise ValueError(f"eval.server={choice!r}: expected auto, hf or vllm")
+    if choice == "auto":
+        return auto_server(model_source, "cpu") if device_type == "cpu" else "hf"
+    return choice
+
+
+def _evaluate_with(run: Run, stage: str, label: str, server) -> None:
+    """`evaluate`'s judging and bookkeeping with a built server."""
+    job = run.job
     t = time.perf_counter()
     out = _judge_pairs(run, server, run.eval_pairs, run.run_dir / "eval" / stage, label)
     out["seconds"] = time.perf_counter() - t
@@ -289,9 +317,6 @@ def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None, server=N
         run.logger.summary({f"eval/{stage}/{spec.name}/{k}": v for k, v in entry_scalars(entry["benchmarks"][spec.name]).items()})
         run.bench_evals.setdefault(spec.name, {})[label] = summary["harness"]["overall"]
     run.save()
-    del model, server
-    if run.device.type == "cuda":
-        torch.cuda.empty_cache()  # the next stage (or sweep point) starts with the memory free
 
 
 def with_left_out(out: dict[str, Any], split: dict[str, Any]) -> dict[str, Any]:

@@ -33,3 +33,23 @@ def test_pairs_left_out_as_too_long_or_malformed_are_counted_in_summary_and_resu
     assert (split["pairs_loaded"], split["skipped_rows"], split["too_long_units"], split["pairs_kept"]) == (4, 1, 1, 3)
     assert "label" in split["skipped"][0]
     assert results["data"]["splits"]["data.train"]["too_long_units"] == 0
+
+
+def test_eval_stages_judge_with_vllm_and_give_the_hf_engines_verdicts(tmp_path):
+    """eval.server=vllm (what eval.server=auto picks on a CPU with vLLM installed): the embedded judge's held-out
+    verdicts at eval_base, judged by vLLM's engine on the model's directory, are the in-process hf engine's."""
+    from vllm_support import require_vllm
+
+    from judge_rl.recipes.stages import eval_engine
+
+    require_vllm()
+    assert eval_engine("auto", "tiny_random", "cpu") == "hf" and eval_engine("auto", "gguf_package", "cuda") == "hf"
+    assert eval_engine("auto", "gguf_package", "cpu") == "vllm"
+    verdicts = {}
+    for server in ("hf", "vllm"):
+        run_dir = tmp_path / server
+        run(compose_config(["logger=none", "stages=[eval_base]", "eval.limit=6", "eval.benchmarks=[]",
+                            "eval.max_new_tokens=48", f"eval.server={server}", f"run_dir={run_dir}"]))  # fmt: skip
+        rows = [json.loads(line) for line in (run_dir / "eval" / "base" / "judgments.jsonl").read_text().splitlines()]
+        verdicts[server] = {(r["pair_id"], r["chosen_position"]): (r["winner"], r["strength"], r["parse_error"]) for r in rows}
+    assert len(verdicts["hf"]) == 12 and verdicts["vllm"] == verdicts["hf"]
