@@ -131,6 +131,7 @@ class VLLMServer:
 
     @classmethod
     def from_config(cls, server_cfg, model_cfg, cache_dir: str, checkpoint: str | None = None, seed: int = 0) -> "VLLMServer":
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # before vllm is imported: it reads it then
         try:
             from vllm import LLM
         except ImportError:
