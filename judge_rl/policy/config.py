@@ -159,7 +159,23 @@ class PolicyDataConfig:
     seed: int = 0
     min_constraints: int = 1
     max_constraints: int = 2
+    # generated: the constraint types to draw from (IFEval instruction ids; null: all 24 the generator knows)
+    instruction_ids: Optional[list[str]] = None
     limit: Optional[int] = None  # files: the first N rows
+
+
+@dataclass
+class TaskEvalConfig:
+    """The policy's true score on its own task, held out: `n` generated prompts on the base tasks of the test split
+    (never trained on: judge_rl/policy/data.py `task_split`), the same constraint mix as policy_data, scored by the
+    rule checkers (strict and loose, prompt and instruction level, as IFEval), greedy, before and after RL, with a
+    paired bootstrap interval of the change. Off by default; the judge-quality studies turn it on."""
+
+    enabled: bool = False
+    n: int = 48
+    seed: int = 1
+    max_new_tokens: int = 128
+    batch_size: int = 16
 
 
 @dataclass
@@ -190,6 +206,7 @@ class PolicyJobConfig(JobBase):
     policy_data: PolicyDataConfig = field(default_factory=PolicyDataConfig)
     judge_failure: JudgeFailurePolicy = field(default_factory=JudgeFailurePolicy)
     ifeval: IFEvalRunConfig = field(default_factory=IFEvalRunConfig)
+    task_eval: TaskEvalConfig = field(default_factory=TaskEvalConfig)
     dry_run: bool = False  # verl backend: print the verl command and config, launch nothing
 
 
@@ -232,6 +249,9 @@ POLICY_RANGES = {
     "ifeval.every": ">= 0",
     "ifeval.max_new_tokens": ">= 1",
     "ifeval.batch_size": ">= 1",
+    "task_eval.n": ">= 1",
+    "task_eval.max_new_tokens": ">= 1",
+    "task_eval.batch_size": ">= 1",
     **RL_RANGES,
 }
 
@@ -312,6 +332,13 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
         raise ValueError(f"policy_data.path={d.path}: no such file")
     if d.min_constraints > d.max_constraints:
         raise ValueError(f"policy_data.min_constraints={d.min_constraints} exceeds max_constraints={d.max_constraints}")
+    if d.instruction_ids is not None:
+        from judge_rl.policy.data import GENERATED_INSTRUCTION_IDS
+
+        unknown = [i for i in d.instruction_ids if i not in GENERATED_INSTRUCTION_IDS]
+        if unknown or not d.instruction_ids:
+            raise ValueError(f"policy_data.instruction_ids: {unknown or 'empty'}: expected ids from "
+                             f"{', '.join(GENERATED_INSTRUCTION_IDS)}")
     if job.cluster.backend not in BACKENDS:
         raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
     if job.cluster.device not in ("auto", "cpu", "cuda"):

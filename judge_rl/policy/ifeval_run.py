@@ -35,6 +35,16 @@ def ifeval_prompts(cfg: IFEvalRunConfig) -> list[IFEvalPrompt]:
     return load_ifeval(cfg.path, limit=None if cfg.full else cfg.limit)
 
 
+def heldout_task_prompts(task_eval, data) -> list[IFEvalPrompt]:
+    """The policy task's held-out prompts (`TaskEvalConfig`): generated on the test split's base tasks with the
+    training data's constraint mix, as IFEval prompts (key: the prompt id) for `evaluate_policy`."""
+    from judge_rl.policy.data import generate_policy_prompts
+
+    prompts = generate_policy_prompts(task_eval.n, seed=task_eval.seed, split="test", instruction_ids=data.instruction_ids,
+                                      min_constraints=data.min_constraints, max_constraints=data.max_constraints)  # fmt: skip
+    return [IFEvalPrompt(p.prompt_id, p.prompt, tuple(p.instruction_id_list), tuple(p.kwargs)) for p in prompts]
+
+
 def evaluate_policy(model, tokenizer, prompts: Sequence[IFEvalPrompt], out_dir: Path, *, max_new_tokens: int,
                     batch_size: int, label: str = "ifeval") -> dict[str, Any]:  # fmt: skip
     """Answer, save, score (module docstring); returns the summary (the accuracies, counts, breakdowns)."""

@@ -16,10 +16,12 @@ document; `python -m judge_rl.policy` and the tests both call it.
   `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); on verl the task of judge_rl/policy/verl.py.
 - IFEval (judge_rl/policy/ifeval_run.py) before RL, every `ifeval.every` steps, and after; the four
   published accuracies with bootstrap intervals, and after-minus-before with a paired bootstrap over prompts.
+- `task_eval.enabled`: the same before / after scoring on the policy's own task held out (generated prompts on the
+  test split's base tasks, the rule checkers; `task_after_minus_before`): the policy's true gain on what it trained on.
 
 Run directory: `resolved_config.yaml`, `status.json`, `metrics.jsonl` (per step: rewards, timing split,
-judge telemetry, failures by reason, bias metrics), `ifeval/{before,after,step_<k>}/` (responses, records,
-summary), `checkpoints/`, `rl_model/` (the trained policy), `results.json` (job "policy"). Re-running with the
+judge telemetry, failures by reason, bias metrics), `ifeval/{before,after,step_<k>}/` and `task_eval/{before,after}/`
+(responses, records, summary), `checkpoints/`, `rl_model/` (the trained policy), `results.json` (job "policy"). Re-running with the
 same `run_dir` resumes: RL from its last checkpoint, IFEval from saved answers.
 """
 
@@ -41,7 +43,8 @@ from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_poli
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.policy.sources import load_policy_prompts
 from judge_rl.servers.client import JudgeFailureRateExceeded
-from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_entry, ifeval_gain, ifeval_metrics, ifeval_prompts
+from judge_rl.policy.ifeval_run import (OFFICIAL, evaluate_policy, heldout_task_prompts, ifeval_entry, ifeval_gain,
+                                        ifeval_metrics, ifeval_prompts)
 from judge_rl.policy.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
 from judge_rl.reports.schema import new_results, write_results
@@ -98,19 +101,36 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     logger = MetricsLogger(run_dir, job.logger, asdict(job))
     device = resolve_device(job.cluster.device)
 
-    def ifeval_on(model, label: str) -> dict[str, Any]:
-        return evaluate_policy(model, tokenizer, ifeval, run_dir / "ifeval" / label, max_new_tokens=job.ifeval.max_new_tokens,
-                               batch_size=job.ifeval.batch_size, label=f"ifeval {label}")  # fmt: skip
-
-    # IFEval of the policy before training
+    # what the policy is scored on before and after RL: IFEval, and its own task held out (task_eval)
+    suites: dict[str, tuple[list, int, int, str]] = {}
     if ifeval:
-        policy = load_model(job.model, job.cache_dir, device, seed=job.seed).eval()
+        suites["ifeval"] = (ifeval, job.ifeval.max_new_tokens, job.ifeval.batch_size, "ifeval")
+    if job.task_eval.enabled:
+        held_out = heldout_task_prompts(job.task_eval, job.policy_data)
+        results["data"]["task_eval_prompts"] = len(held_out)
+        suites["task"] = (held_out, job.task_eval.max_new_tokens, job.task_eval.batch_size, "task_eval")
+
+    def suite_on(model, name: str, label: str) -> dict[str, Any]:
+        items, max_new, batch, directory = suites[name]
+        return evaluate_policy(model, tokenizer, items, run_dir / directory / label, max_new_tokens=max_new,
+                               batch_size=batch, label=f"{name} {label}")  # fmt: skip
+
+    def ifeval_on(model, label: str) -> dict[str, Any]:
+        return suite_on(model, "ifeval", label)
+
+    def evaluate_suites(checkpoint, label: str) -> dict[str, dict[str, Any]]:
+        policy = load_model(job.model, job.cache_dir, device, checkpoint=checkpoint, seed=job.seed).eval()
         with torch.no_grad():
-            before = ifeval_on(policy, "before")
+            out = {name: suite_on(policy, name, label) for name in suites}
         del policy
-        results["evaluations"]["before"] = {"benchmarks": {"ifeval": ifeval_entry(before)}}
+        results["evaluations"][label] = {"benchmarks": {name: ifeval_entry(r) for name, r in out.items()}}
         write_results(run_dir, results)
-        _print_ifeval("before", before)
+        for name, r in out.items():
+            _print_suite(name, label, r)
+        return out
+
+    # the policy before training
+    before = evaluate_suites(None, "before") if suites else {}
 
     # RL, the judge served (or reached) for as long as it grades
     serving = judge_endpoint(job.judge, job.cache_dir, job.seed, log_dir=run_dir / "judge_server") \
@@ -140,15 +160,13 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
             results["training"]["rl"].update(summary_sections(outcomes))
     write_results(run_dir, results)
 
-    # IFEval of the trained policy, and the change with its noise
-    if ifeval:
-        policy = load_model(job.model, job.cache_dir, device, checkpoint=model_dir, seed=job.seed).eval()
-        with torch.no_grad():
-            after = ifeval_on(policy, "after")
-        del policy
-        results["evaluations"]["after"] = {"benchmarks": {"ifeval": ifeval_entry(after)}}
-        results["comparisons"]["after_minus_before"] = {k: ifeval_gain(before["records"], after["records"], k) for k in OFFICIAL}
-    results["final_stage"] = "after" if ifeval else None
+    # the trained policy, and each change with its noise (IFEval's under after_minus_before, the task's beside it)
+    if suites:
+        after = evaluate_suites(model_dir, "after")
+        for name in suites:
+            key = "after_minus_before" if name == "ifeval" else f"{name}_after_minus_before"
+            results["comparisons"][key] = {k: ifeval_gain(before[name]["records"], after[name]["records"], k) for k in OFFICIAL}
+    results["final_stage"] = "after" if suites else None
     results["wall_s"] = time.perf_counter() - t_start
     write_results(run_dir, results)
     logger.summary({k: v for k, v in results["training"]["rl"].items() if isinstance(v, (int, float))})
@@ -235,8 +253,8 @@ def _fmt(x: Any) -> str:
     return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
 
 
-def _print_ifeval(label: str, result: dict[str, Any]) -> None:
-    console.print(f"ifeval {label} ({result['counts']['prompts']} prompts): prompt strict "
+def _print_suite(name: str, label: str, result: dict[str, Any]) -> None:
+    console.print(f"{name} {label} ({result['counts']['prompts']} prompts): prompt strict "
                   f"{result['prompt_level_strict_accuracy']:.3f}, instruction strict {result['instruction_level_strict_accuracy']:.3f}, "
                   f"prompt loose {result['prompt_level_loose_accuracy']:.3f}, instruction loose "
                   f"{result['instruction_level_loose_accuracy']:.3f}")  # fmt: skip
@@ -247,11 +265,13 @@ def print_policy_summary(results: dict[str, Any]) -> None:
     rl = results["training"].get("rl", {})
     lines = []
     ev = results["evaluations"]
-    if "before" in ev and "after" in ev:
-        b, a = ev["before"]["benchmarks"]["ifeval"]["official"], ev["after"]["benchmarks"]["ifeval"]["official"]
-        gain = results["comparisons"]["after_minus_before"]
-        n = ev["after"]["benchmarks"]["ifeval"]["counts"]["prompts"]
-        lines += [f"IFEval ({n} prompts)            before  after   after-before [95% CI, paired bootstrap]"]
+    for name, title, key in (("ifeval", "IFEval", "after_minus_before"), ("task", "Task held out", "task_after_minus_before")):
+        if "before" not in ev or "after" not in ev or name not in ev["after"]["benchmarks"]:
+            continue
+        b, a = ev["before"]["benchmarks"][name]["official"], ev["after"]["benchmarks"][name]["official"]
+        gain = results["comparisons"][key]
+        n = ev["after"]["benchmarks"][name]["counts"]["prompts"]
+        lines += [f"{title + f' ({n} prompts)':32s} before  after   after-before [95% CI, paired bootstrap]"]
         for k in OFFICIAL:
             g = gain[k]
             lines.append(f"  {k.replace('_accuracy', ''):32s} {b[k]:.3f}   {a[k]:.3f}   {g['diff']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]")

@@ -22,8 +22,8 @@ POLICY_SOURCES: Registry[Callable[[Any], list[PolicyPrompt]]] = Registry("policy
 
 @POLICY_SOURCES.register("generated")
 def generated(d) -> list[PolicyPrompt]:
-    return generate_policy_prompts(d.n_train, seed=d.seed, split="train", min_constraints=d.min_constraints,
-                                   max_constraints=d.max_constraints)  # fmt: skip
+    return generate_policy_prompts(d.n_train, seed=d.seed, split="train", instruction_ids=d.instruction_ids,
+                                   min_constraints=d.min_constraints, max_constraints=d.max_constraints)  # fmt: skip
 
 
 @POLICY_SOURCES.register("rubric_file")

@@ -46,7 +46,7 @@ class VLLMSampler:
     @classmethod
     def from_policy(cls, policy, tokenizer, *, max_model_len: int | None = None) -> "VLLMSampler":
         from judge_rl.models.loading import save_model
-        from judge_rl.servers.vllm import CPU_MAX_MODEL_LEN, cpu_environment, in_process_llm
+        from judge_rl.servers.vllm import CPU_MAX_MODEL_LEN, CPU_MEMORY_UTILIZATION, cpu_environment, in_process_llm
 
         device = next(policy.parameters()).device
         cpu = device.type == "cpu"
@@ -60,7 +60,7 @@ class VLLMSampler:
                 dtype="float32" if cpu else str(next(policy.parameters()).dtype).removeprefix("torch."),
                 enforce_eager=cpu,
                 max_model_len=max_model_len or (CPU_MAX_MODEL_LEN if cpu else None),
-                gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                gpu_memory_utilization=CPU_MEMORY_UTILIZATION if cpu else GPU_MEMORY_UTILIZATION,
                 logprobs_mode="processed_logprobs",
                 seed=0,
             )

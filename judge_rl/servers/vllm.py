@@ -42,6 +42,10 @@ def model_dir(model_cfg, cache_dir: str, checkpoint: str | None) -> str:
 # context when none is configured
 CPU_KVCACHE_SPACE_GIB = "2"
 CPU_MAX_MODEL_LEN = 2048
+# vLLM on a CPU reads `gpu_memory_utilization` as the share of host memory that must be free when it starts (the KV
+# cache itself is VLLM_CPU_KVCACHE_SPACE): an engine in a process that already holds models (the eval app, a
+# colocated sampler) cannot count on 85% of the machine being free. 0.3 (7 GiB of 24) covers weights and KV cache.
+CPU_MEMORY_UTILIZATION = 0.3
 
 
 def vllm_installed() -> bool:
@@ -144,7 +148,7 @@ class VLLMServer:
         llm = build(
             model=path,
             tensor_parallel_size=server_cfg.tensor_parallel_size,
-            gpu_memory_utilization=server_cfg.gpu_memory_utilization,
+            gpu_memory_utilization=CPU_MEMORY_UTILIZATION if cpu else server_cfg.gpu_memory_utilization,
             seed=seed,
             **vllm_settings(model_cfg.dtype, server_cfg.max_model_len, server_cfg.enforce_eager, cpu),
         )

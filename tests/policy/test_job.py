@@ -180,6 +180,9 @@ def test_a_step_above_the_failure_rate_stops_the_run_before_its_update(tmp_path,
     # the online-RL checks the main job makes, shared (judge_rl.config.check_online_algorithm)
     (["algorithm.ppo_micro_batch_size=3"], "algorithm.ppo_micro_batch_size=3 must divide the mini-batch 8"),
     (["policy_data=rubric_file", "policy_data.path=/nonexistent.jsonl"], "/nonexistent.jsonl"),
+    (["policy_data.instruction_ids=[punctuation:no_comma,keywords:nope]"], "policy_data.instruction_ids: ['keywords:nope']"),
+    (["trainer.rollout_engine=sglang"], "trainer.rollout_engine='sglang': expected one of auto, hf, vllm"),
+    (["task_eval.n=0"], "task_eval.n=0: expected >= 1"),
 ])  # fmt: skip
 def test_configs_that_cannot_work_fail_in_one_line_before_a_model_loads(tmp_path, ifeval_file, overrides, message):
     with pytest.raises(Exception) as e:
@@ -301,3 +304,26 @@ def test_a_slow_judge_costs_the_step_its_slowest_call_not_the_sum_of_them(tmp_pa
     assert h["judge/calls"] >= 8 and h["judge/failures"] == 0  # one after another: >= 8 s
     assert 1.0 <= h["timing_s/judge_wait"] < 3.0
     assert h["timing_s/judge"] >= 1.0 and h["timing_s/gen"] > 0
+
+
+def test_the_task_held_out_is_scored_before_and_after_with_a_paired_interval(tmp_path):
+    """task_eval: generated prompts on the test split's base tasks (none of the training prompts' tasks), answered by
+    the policy before and after RL, scored by the rule checkers, the change with its paired interval."""
+    from judge_rl.policy.config import PolicyDataConfig, TaskEvalConfig
+    from judge_rl.policy.data import generate_policy_prompts
+    from judge_rl.policy.ifeval_run import heldout_task_prompts
+
+    held = heldout_task_prompts(TaskEvalConfig(n=6), PolicyDataConfig())
+    assert len(held) == 6 and all(str(p.key).startswith("ifgen-test-") and p.instruction_id_list for p in held)
+    train_texts = {p.prompt for p in generate_policy_prompts(256, seed=0, split="train")}
+    assert not train_texts & {p.prompt for p in held}
+    run_dir = tmp_path / "run"
+    results = run(policy_cfg([f"run_dir={run_dir}", "ifeval.enabled=false", "policy_reward=rule", "judge=none",
+                              "task_eval.enabled=true", "task_eval.n=4", "task_eval.max_new_tokens=12"]))  # fmt: skip
+    assert results["data"]["task_eval_prompts"] == 4 and results["final_stage"] == "after"
+    for stage in ("before", "after"):
+        assert set(results["evaluations"][stage]["benchmarks"]) == {"task"}
+        assert len(read_jsonl(run_dir / "task_eval" / stage / "responses.jsonl")) == 4
+    gain = results["comparisons"]["task_after_minus_before"]["prompt_level_strict_accuracy"]
+    assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
+    assert "after_minus_before" not in results["comparisons"]  # no IFEval in this run
