@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from judge_rl.recipes.stages import eval_engine
 from judge_rl.rollouts.samplers import resolve_rollout_engine
 from judge_rl.backends import BACKENDS
 from judge_rl.config import (
@@ -106,8 +107,7 @@ def validate(job: JobConfig) -> None:
     check_ranges(job, JOB_RANGES)
     validate_model(job.model)
     resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
-    if job.eval.server not in ("auto", "hf", "vllm"):
-        raise ValueError(f"eval.server={job.eval.server!r}: expected auto, hf or vllm")
+    eval_engine(job.eval.server, job.model.source, "cpu")  # an unknown eval.server: one line
     for split in ("train", "eval"):
         spec = getattr(job.data, split)
         check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")

@@ -73,7 +73,7 @@ def resolve_rollout_engine(choice: str, device_type: str, model_source: str) -> 
         raise ValueError("trainer.rollout_engine=vllm: vllm is not installed in this Python (CPU: make install; GPU: "
                          "pip install 'judge_rl[gpu]'), or use trainer.rollout_engine=hf")
     if choice == "auto":
-        return "vllm" if device_type == "cpu" and model_source != "tiny_random" and vllm_server.vllm_installed() else "hf"
+        return vllm_server.auto_server(model_source, "cpu") if device_type == "cpu" else "hf"
     return choice
 
 

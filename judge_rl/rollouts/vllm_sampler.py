@@ -126,10 +126,9 @@ class VLLMSampler:
 
     def close(self) -> None:
         """Stop the engine and free its KV cache now; remove the weights it was built from. Idempotent."""
-        engine_core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
-        shutdown = getattr(engine_core, "shutdown", None)
-        if shutdown is not None:
-            shutdown()
+        from judge_rl.servers.vllm import shutdown_llm
+
+        shutdown_llm(self.llm)
         self.llm = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -123,6 +123,14 @@ def in_process_llm(**kwargs):
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = previous
 
 
+def shutdown_llm(llm) -> None:
+    """Stop a `vllm.LLM`'s engine now (its KV cache is freed with it), not when the LLM is collected. Idempotent."""
+    engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    shutdown = getattr(engine_core, "shutdown", None)
+    if shutdown is not None:
+        shutdown()
+
+
 @SERVERS.register("vllm")
 class VLLMServer:
     def __init__(self, llm, identity: str, tokenizer=None, context_length: int | None = None):
@@ -162,10 +170,7 @@ class VLLMServer:
     def close(self) -> None:
         """Stop vLLM's engine process now (its KV cache is freed with it), not when the LLM is collected;
         the eval app calls this when the benchmark is done. Calling it again does nothing."""
-        engine_core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
-        shutdown = getattr(engine_core, "shutdown", None)
-        if shutdown is not None:
-            shutdown()
+        shutdown_llm(self.llm)
 
     def request_key(self, messages: list[dict], max_new_tokens: int) -> str:
         prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
