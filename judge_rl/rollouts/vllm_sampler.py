@@ -36,9 +36,8 @@ GPU_MEMORY_UTILIZATION = 0.3
 class VLLMSampler:
     name = "vllm"
 
-    def __init__(self, llm, tokenizer, workdir: Path | None = None):
+    def __init__(self, llm, tokenizer):
         self.llm, self.tokenizer = llm, tokenizer
-        self.workdir = workdir
         self._fresh = True  # the engine holds the weights it was built from: the first sync has nothing to do
         self.refreshes = 0
         self.requests = 0  # sample() calls so far: their request ids never collide
@@ -64,10 +63,9 @@ class VLLMSampler:
                 logprobs_mode="processed_logprobs",
                 seed=0,
             )
-        except BaseException:
+        finally:  # the engine holds the weights now and is refreshed in memory: the files are never read again
             shutil.rmtree(workdir, ignore_errors=True)
-            raise
-        return cls(llm, tokenizer, workdir)
+        return cls(llm, tokenizer)
 
     def sync(self, policy) -> None:
         """Give the engine the policy's current weights (skipped when it still holds the ones it was built from)."""
@@ -125,11 +123,8 @@ class VLLMSampler:
         return Generation(list(prompt), ids, text, finished, log_probs if len(log_probs) == len(ids) else None)
 
     def close(self) -> None:
-        """Stop the engine and free its KV cache now; remove the weights it was built from. Idempotent."""
+        """Stop the engine and free its KV cache now. Idempotent."""
         from judge_rl.servers.vllm import shutdown_llm
 
         shutdown_llm(self.llm)
         self.llm = None
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None

@@ -4,6 +4,8 @@ the embedded model: reproducible draws, the trainer's log-probs, weights that fo
 from __future__ import annotations
 
 import functools
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -47,7 +49,12 @@ def embedded():
     cfg = load_model_config("smollm2-135m")
     tokenizer = load_tokenizer(cfg, CACHE_DIR)
     policy = load_model(cfg, CACHE_DIR, torch.device("cpu"), seed=0)
+    saved = lambda: set(Path(tempfile.gettempdir()).glob("judge_rl_rollout_vllm_*"))  # noqa: E731
+    before = saved()
     sampler = build_sampler("vllm", policy, tokenizer)
+    # the weights the engine was built from are gone as soon as it holds them (a killed run leaks no copy);
+    # refreshes go through memory (test_vllm_weights_follow_the_policy)
+    assert saved() == before
     yield policy, tokenizer, sampler
     sampler.close()
 
