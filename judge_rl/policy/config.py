@@ -54,6 +54,9 @@ class PolicyRewardConfig:
     name: str = "rubric"  # rule | rubric | verif | judge_pairwise
     # rule: score = the fraction of IFEval instructions followed ("instruction") or all-or-nothing ("prompt")
     level: str = "instruction"
+    # rule: and 0 where the response fails judge_rl/policy/guard.py (too short, a loop, off its task's topic):
+    # the task's true score, which degenerate text cannot reach
+    guard: bool = False
     # rubric: HealthBench's clip(met points / positive points); null: no clipping
     clip: Optional[list[float]] = field(default_factory=lambda: [0.0, 1.0])
     # rubric: true grades all criteria in one judge call (reply: a JSON list or lines, `batch_format`);
@@ -169,9 +172,12 @@ class TaskEvalConfig:
     """The policy's true score on its own task, held out: `n` generated prompts on the base tasks of the test split
     (never trained on: judge_rl/policy/data.py `task_split`), the same constraint mix as policy_data, scored by the
     rule checkers (strict and loose, prompt and instruction level, as IFEval), greedy, before and after RL, with a
-    paired bootstrap interval of the change. Off by default; the judge-quality studies turn it on."""
+    paired bootstrap interval of the change. Off by default; the judge-quality studies turn it on. `guard`: an
+    instruction counts as followed only where the response also passes judge_rl/policy/guard.py (long enough, not a
+    loop, on its task's topic): the checkers alone are passed by degenerate text a policy learns under RL."""
 
     enabled: bool = False
+    guard: bool = True
     n: int = 48
     seed: int = 1
     max_new_tokens: int = 128

@@ -15,17 +15,20 @@ instructions over instructions, pooled), so the interval is around the number th
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from judge_rl.evaluation.ifeval import IFEvalPrompt, load_ifeval, score
+from judge_rl.evaluation.ifeval.scoring import aggregate
 from judge_rl.policy.config import IFEvalRunConfig
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import open_for_append, read_jsonl
 from judge_rl.rollouts import encode_chat, generate
 
+Guard = Callable[[Any, str], "str | None"]  # (prompt key, response) -> why the response fails, or None
 OFFICIAL = ("prompt_level_strict_accuracy", "instruction_level_strict_accuracy", "prompt_level_loose_accuracy",
             "instruction_level_loose_accuracy")  # fmt: skip
 
@@ -35,19 +38,43 @@ def ifeval_prompts(cfg: IFEvalRunConfig) -> list[IFEvalPrompt]:
     return load_ifeval(cfg.path, limit=None if cfg.full else cfg.limit)
 
 
-def heldout_task_prompts(task_eval, data) -> list[IFEvalPrompt]:
+def heldout_task_prompts(task_eval, data) -> tuple[list[IFEvalPrompt], Guard | None]:
     """The policy task's held-out prompts (`TaskEvalConfig`): generated on the test split's base tasks with the
-    training data's constraint mix, as IFEval prompts (key: the prompt id) for `evaluate_policy`."""
+    training data's constraint mix, as IFEval prompts (key: the prompt id) for `evaluate_policy`; and the guard
+    their true score applies (judge_rl/policy/guard.py), or None with `task_eval.guard=false`."""
     from judge_rl.policy.data import generate_policy_prompts
+    from judge_rl.policy.guard import guard_failure
 
     prompts = generate_policy_prompts(task_eval.n, seed=task_eval.seed, split="test", instruction_ids=data.instruction_ids,
                                       min_constraints=data.min_constraints, max_constraints=data.max_constraints)  # fmt: skip
-    return [IFEvalPrompt(p.prompt_id, p.prompt, tuple(p.instruction_id_list), tuple(p.kwargs)) for p in prompts]
+    tasks = {p.prompt_id: (p.meta["task_id"], p.instruction_id_list) for p in prompts}
+    guard = (lambda key, response: guard_failure(response, *tasks[str(key)])) if task_eval.guard else None
+    return [IFEvalPrompt(p.prompt_id, p.prompt, tuple(p.instruction_id_list), tuple(p.kwargs)) for p in prompts], guard
+
+
+def apply_guard(records: Sequence[dict[str, Any]], guard: Guard) -> list[dict[str, Any]]:
+    """Records whose instructions count as followed only where the response also passes `guard`: each record gets
+    `guard` (the failure, or None) and keeps what the checkers alone said in `checkers_strict` / `checkers_loose`."""
+    out = []
+    for r in records:
+        r = dict(r)
+        r.setdefault("checkers_strict", list(r["follow_instruction_list_strict"]))
+        r.setdefault("checkers_loose", list(r["follow_instruction_list_loose"]))
+        r["guard"] = guard(r["key"], r["response"])
+        ok = r["guard"] is None
+        for kind in ("strict", "loose"):
+            follows = [ok and bool(f) for f in r[f"checkers_{kind}"]]
+            r[f"follow_instruction_list_{kind}"] = follows
+            r[f"follow_all_instructions_{kind}"] = all(follows)
+        out.append(r)
+    return out
 
 
 def evaluate_policy(model, tokenizer, prompts: Sequence[IFEvalPrompt], out_dir: Path, *, max_new_tokens: int,
-                    batch_size: int, label: str = "ifeval") -> dict[str, Any]:  # fmt: skip
-    """Answer, save, score (module docstring); returns the summary (the accuracies, counts, breakdowns)."""
+                    batch_size: int, label: str = "ifeval", guard: Guard | None = None) -> dict[str, Any]:  # fmt: skip
+    """Answer, save, score (module docstring); returns the summary (the accuracies, counts, breakdowns). With a
+    `guard` the accuracies are the guarded ones (`apply_guard`); `checkers` then has the checkers' alone, and
+    `guard_failures` how many responses failed the guard, by reason."""
     out_dir.mkdir(parents=True, exist_ok=True)
     responses_path = out_dir / "responses.jsonl"
     saved = {str(r["key"]): r["response"] for r in read_jsonl(responses_path)}
@@ -66,6 +93,11 @@ def evaluate_policy(model, tokenizer, prompts: Sequence[IFEvalPrompt], out_dir: 
     records_path = out_dir / "records.jsonl"
     result = score(prompts, {p.key: saved[str(p.key)] for p in prompts}, previous=read_jsonl(records_path))
     records = result.pop("records")
+    if guard is not None:
+        checkers = {k: result[k] for k in OFFICIAL}
+        records = apply_guard(records, guard)
+        result = {**aggregate(records), "checkers": checkers,
+                  "guard_failures": dict(Counter(r["guard"] for r in records if r["guard"] is not None))}  # fmt: skip
     records_path.write_text("".join(json.dumps(r) + "\n" for r in records))
     (out_dir / "summary.json").write_text(json.dumps(result, indent=2))
     return {**result, "records": records}
@@ -124,10 +156,17 @@ def ifeval_gain(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]
 
 
 def ifeval_entry(result: dict[str, Any]) -> dict[str, Any]:
-    """The results.json <evaluation> of an IFEval result (judge_rl/reports/schema.py)."""
+    """The results.json <evaluation> of an IFEval result (judge_rl/reports/schema.py); a guarded result's metrics
+    add what the checkers alone said (`checkers/<accuracy>`) and the share of responses the guard failed."""
     records = result["records"]
     official = {k: result[k] for k in OFFICIAL}
-    return {"official": official, "metrics": {}, "ci": {k: ifeval_ci(records, k) for k in OFFICIAL},
+    metrics = {}
+    if "checkers" in result:
+        metrics = {f"checkers/{k}": float(v) for k, v in result["checkers"].items()}
+        failed = result["guard_failures"]
+        metrics["guard/failed_share"] = sum(failed.values()) / len(records) if records else float("nan")
+        metrics.update({f"guard/{reason.replace(' ', '_')}": float(n) for reason, n in failed.items()})
+    return {"official": official, "metrics": metrics, "ci": {k: ifeval_ci(records, k) for k in OFFICIAL},
             "counts": result["counts"], "by_category": result["by_category"]}  # fmt: skip
 
 

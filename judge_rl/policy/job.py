@@ -17,7 +17,8 @@ document; `python -m judge_rl.policy` and the tests both call it.
 - IFEval (judge_rl/policy/ifeval_run.py) before RL, every `ifeval.every` steps, and after; the four
   published accuracies with bootstrap intervals, and after-minus-before with a paired bootstrap over prompts.
 - `task_eval.enabled`: the same before / after scoring on the policy's own task held out (generated prompts on the
-  test split's base tasks, the rule checkers; `task_after_minus_before`): the policy's true gain on what it trained on.
+  test split's base tasks, the rule checkers and the guard against degenerate text, judge_rl/policy/guard.py;
+  `task_after_minus_before`): the policy's true gain on what it trained on.
 
 Run directory: `resolved_config.yaml`, `status.json`, `metrics.jsonl` (per step: rewards, timing split,
 judge telemetry, failures by reason, bias metrics), `ifeval/{before,after,step_<k>}/` and `task_eval/{before,after}/`
@@ -102,18 +103,18 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     device = resolve_device(job.cluster.device)
 
     # what the policy is scored on before and after RL: IFEval, and its own task held out (task_eval)
-    suites: dict[str, tuple[list, int, int, str]] = {}
+    suites: dict[str, tuple[list, int, int, str, Any]] = {}
     if ifeval:
-        suites["ifeval"] = (ifeval, job.ifeval.max_new_tokens, job.ifeval.batch_size, "ifeval")
+        suites["ifeval"] = (ifeval, job.ifeval.max_new_tokens, job.ifeval.batch_size, "ifeval", None)
     if job.task_eval.enabled:
-        held_out = heldout_task_prompts(job.task_eval, job.policy_data)
+        held_out, guard = heldout_task_prompts(job.task_eval, job.policy_data)
         results["data"]["task_eval_prompts"] = len(held_out)
-        suites["task"] = (held_out, job.task_eval.max_new_tokens, job.task_eval.batch_size, "task_eval")
+        suites["task"] = (held_out, job.task_eval.max_new_tokens, job.task_eval.batch_size, "task_eval", guard)
 
     def suite_on(model, name: str, label: str) -> dict[str, Any]:
-        items, max_new, batch, directory = suites[name]
+        items, max_new, batch, directory, guard = suites[name]
         return evaluate_policy(model, tokenizer, items, run_dir / directory / label, max_new_tokens=max_new,
-                               batch_size=batch, label=f"{name} {label}")  # fmt: skip
+                               batch_size=batch, label=f"{name} {label}", guard=guard)  # fmt: skip
 
     def ifeval_on(model, label: str) -> dict[str, Any]:
         return suite_on(model, "ifeval", label)
@@ -258,6 +259,10 @@ def _print_suite(name: str, label: str, result: dict[str, Any]) -> None:
                   f"{result['prompt_level_strict_accuracy']:.3f}, instruction strict {result['instruction_level_strict_accuracy']:.3f}, "
                   f"prompt loose {result['prompt_level_loose_accuracy']:.3f}, instruction loose "
                   f"{result['instruction_level_loose_accuracy']:.3f}")  # fmt: skip
+    if "checkers" in result:
+        failed = ", ".join(f"{n} {reason}" for reason, n in sorted(result["guard_failures"].items())) or "none"
+        console.print(f"  (checkers alone: prompt strict {result['checkers']['prompt_level_strict_accuracy']:.3f}; "
+                      f"guard failed: {failed})")
 
 
 def print_policy_summary(results: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ rollout, trainer, checkpoints, logger), with the policy's reward instead of the 
 
   policy_reward=rule     reward.custom_reward_function = judge_rl/policy/verl_reward.py:rule_compute_score
                          (judge_rl.policy.rewards.rule_compute_score re-exported: sync, never fails),
-                         reward_kwargs {level}; reward manager verl's `naive`
+                         reward_kwargs {level, guard}; reward manager verl's `naive`
   rubric | verif |       reward.custom_reward_function = judge_rl/policy/verl_reward.py:compute_score (async,
   judge_pairwise         calls the judge over HTTP), reward_kwargs = `policy_reward_kwargs` (every
                          policy_reward field as reward_<field>, the judge client's settings as judge_<field>,
@@ -174,7 +174,7 @@ def policy_reward_kwargs(job: PolicyJobConfig, judge_base_url: str | None, judge
 
     r = job.policy_reward
     if not needs_judge(job):
-        return {"level": r.level}
+        return {"level": r.level, "guard": r.guard}
     if not judge_base_url:
         raise VerlTranslationError(f"policy_reward={r.name} asks a judge: its base_url is needed for verl's reward workers")
     j = job.judge

@@ -308,12 +308,14 @@ def test_a_slow_judge_costs_the_step_its_slowest_call_not_the_sum_of_them(tmp_pa
 
 def test_the_task_held_out_is_scored_before_and_after_with_a_paired_interval(tmp_path):
     """task_eval: generated prompts on the test split's base tasks (none of the training prompts' tasks), answered by
-    the policy before and after RL, scored by the rule checkers, the change with its paired interval."""
+    the policy before and after RL, scored by the rule checkers and the guard, the change with its paired interval."""
     from judge_rl.policy.config import PolicyDataConfig, TaskEvalConfig
     from judge_rl.policy.data import generate_policy_prompts
     from judge_rl.policy.ifeval_run import heldout_task_prompts
 
-    held = heldout_task_prompts(TaskEvalConfig(n=6), PolicyDataConfig())
+    held, guard = heldout_task_prompts(TaskEvalConfig(n=6), PolicyDataConfig())
+    assert heldout_task_prompts(TaskEvalConfig(n=6, guard=False), PolicyDataConfig())[1] is None
+    assert guard(held[0].key, "P.S. " * 20) == "repetitive"
     assert len(held) == 6 and all(str(p.key).startswith("ifgen-test-") and p.instruction_id_list for p in held)
     train_texts = {p.prompt for p in generate_policy_prompts(256, seed=0, split="train")}
     assert not train_texts & {p.prompt for p in held}
@@ -324,6 +326,14 @@ def test_the_task_held_out_is_scored_before_and_after_with_a_paired_interval(tmp
     for stage in ("before", "after"):
         assert set(results["evaluations"][stage]["benchmarks"]) == {"task"}
         assert len(read_jsonl(run_dir / "task_eval" / stage / "responses.jsonl")) == 4
+    for stage in ("before", "after"):  # the tiny random policy writes noise: the guard fails it, the checkers may not
+        entry = results["evaluations"][stage]["benchmarks"]["task"]
+        records = read_jsonl(run_dir / "task_eval" / stage / "records.jsonl")
+        assert all(r["guard"] is not None and not any(r["follow_instruction_list_loose"]) for r in records)
+        assert entry["official"]["instruction_level_loose_accuracy"] == 0.0
+        assert entry["metrics"]["guard/failed_share"] == 1.0
+        checked = sum(map(sum, (r["checkers_loose"] for r in records))) / sum(len(r["checkers_loose"]) for r in records)
+        assert entry["metrics"]["checkers/instruction_level_loose_accuracy"] == checked
     gain = results["comparisons"]["task_after_minus_before"]["prompt_level_strict_accuracy"]
     assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
     assert "after_minus_before" not in results["comparisons"]  # no IFEval in this run

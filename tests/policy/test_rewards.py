@@ -12,6 +12,7 @@ import pytest
 
 from judge_rl.evaluation.ifeval import evaluate_prompt, make_prompt
 from judge_rl.policy.data import Criterion, PolicyPrompt, generate_policy_prompts
+from judge_rl.policy.guard import guard_failure, task_keywords
 from judge_rl.policy.rewards import (
     CRITERIA_MISSING,
     EMPTY_REPLY,
@@ -304,13 +305,35 @@ RULED = PolicyPrompt(
 def test_rule_score_exact(response: str, fraction: float, all_: float) -> None:
     r = rule_score(RULED, response)
     assert r.score == fraction and r.failure is None
-    assert r.components == {"rule_fraction": fraction, "rule_all": all_, "n_instructions": 2.0, "n_followed": 2 * fraction}
+    assert r.components == {"rule_fraction": fraction, "rule_all": all_, "n_instructions": 2.0, "n_followed": 2 * fraction,
+                            "guard_pass": 1.0}  # fmt: skip
     assert rule_score(RULED, response, level="prompt").score == all_
     # the same strict results as the IFEval evaluation
     ifeval = make_prompt({"key": 1, "prompt": RULED.prompt, "instruction_id_list": list(RULED.instruction_id_list),
                           "kwargs": [dict(k) for k in RULED.kwargs]})  # fmt: skip
     strict = evaluate_prompt(ifeval, response)["follow_instruction_list_strict"]
     assert rule_checks(RULED.instruction_id_list, RULED.kwargs, response) == strict
+
+
+def test_the_oracle_gives_degenerate_text_nothing_the_checkers_would_pass() -> None:
+    """policy_reward=oracle (rule + guard): the checkers' score where the response is a real answer on its task, 0
+    for a loop, a fragment, or text off the task's topic, whatever the checkers say; the same through verl."""
+    p = generate_policy_prompts(1, seed=0, instruction_ids=["detectable_content:postscript"])[0]
+    task, marker = p.meta["task_id"], p.kwargs[0]["postscript_marker"]
+    a, b, c = task_keywords(task)
+    good = f"Here is my answer about {a}, and about {b} too. It also covers {c} in some detail.\n\n{marker} Thanks."
+    hacks = {"too short": f"{marker} yes", "repetitive": f"{marker} " + f"the {a} the {a} the {a} " * 10,
+             "off topic": f"I like to cook pasta with fresh basil and olives every weekend.\n\n{marker} Bye now."}
+    assert rule_score(p, good, guard=True).score == 1.0
+    for reason, text in hacks.items():
+        assert rule_score(p, text).score == 1.0  # the checkers alone are fooled
+        r = rule_score(p, text, guard=True)
+        assert (r.score, r.components["guard_pass"], guard_failure(text, task)) == (0.0, 0.0, reason)
+        verl = rule_compute_score("ifgen", text, json.dumps(p.to_dict()), guard=True)
+        assert verl["score"] == 0.0 and rule_compute_score("ifgen", text, p.to_dict())["score"] == 1.0
+    # a prompt asking for another language is not held to its English topic words; a file's prompt has no topic
+    assert guard_failure(hacks["off topic"], task, ["language:response_language"]) is None
+    assert guard_failure(hacks["off topic"], None) is None
 
 
 def test_rule_score_needs_rules() -> None:
