@@ -581,6 +581,28 @@ def load_synthetic(
     return LoadedPairs(generate_pairs(count, seed, split, families, reference=reference))
 
 
+@DATASETS.register("policy_task")
+def load_policy_task(
+    *,
+    n: int,
+    seed: int = 0,
+    split: str = "train",
+    instruction_ids: Sequence[str] | None = None,
+    min_constraints: int = 1,
+    max_constraints: int = 1,
+    bias: str | None = None,
+    limit: int | None = None,
+) -> LoadedPairs:
+    """Pairs on the policy job's task (judge_rl.policy.task_pairs.generate_task_pairs): a generated instruction
+    prompt, a response meeting its true score and one missing it; the data of a judge the policy job uses.
+    `bias="longer"`: the longer response always wins (the study's deliberately biased judge)."""
+    from judge_rl.policy.task_pairs import generate_task_pairs
+
+    count = n if limit is None else min(n, limit)
+    return LoadedPairs(generate_task_pairs(count, seed, split, instruction_ids=instruction_ids, bias=bias,
+                                           min_constraints=min_constraints, max_constraints=max_constraints))  # fmt: skip
+
+
 # --------------------------------------------------------------------------- judge_rl's own format
 
 PAIRS_FIELDS = ("pair_id", "source", "question", "chosen", "rejected", "strength", "trace_a", "trace_b", "meta")

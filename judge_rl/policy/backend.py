@@ -108,7 +108,8 @@ class PolicyBackend(LocalBackend):
         with self.grader.stream() as stream:
 
             def judge_group(i: int, group) -> None:
-                futures[i] = stream.submit([prompts[i]] * len(group), [g.text for g in group])
+                texts = [g.text for g in group]
+                futures[i] = stream.submit(self.grader.group_prompts(prompts[i], texts), texts)
 
             groups = self.sample(encoded, n, timing, on_group=judge_group)
             generated = time.perf_counter()

@@ -45,6 +45,7 @@ from judge_rl.policy.sources import POLICY_SOURCES
 ENGINES = ("local", "openai", "vllm", "none")  # and auto, resolved to local or vllm when the config is read
 FAILURE_MODES = ("mask", "drop_group")
 CRITERION_FORMATS = ("json", "yesno")
+OPPONENTS = ("reference", "group")
 
 
 @dataclass
@@ -70,6 +71,9 @@ class PolicyRewardConfig:
     judge_prompt: str = "strength"
     both_orders: bool = True
     use_strength: bool = True
+    # judge_pairwise: what the policy's answer is compared with: the prompt's `reference` answer, or `group`: the
+    # next sample of its own group (a ring over the group: no reference needed, both answers in the policy's own style)
+    opponent: str = "reference"
 
 
 @dataclass
@@ -299,6 +303,14 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     _choice(r.level, "policy_reward.level", ("instruction", "prompt"))
     _choice(r.batch_format, "policy_reward.batch_format", ("json", "lines"))
     _choice(r.criterion_format, "policy_reward.criterion_format", CRITERION_FORMATS)
+    _choice(r.opponent, "policy_reward.opponent", OPPONENTS)
+    if r.opponent == "group" and r.name != "judge_pairwise":
+        raise ValueError(f"policy_reward.opponent=group: only policy_reward=judge_pairwise compares samples, not {r.name}")
+    if r.opponent == "group" and job.cluster.backend == "verl":
+        raise ValueError("policy_reward.opponent=group needs the local backend (verl's reward workers grade one sample "
+                         "at a time); use policy_reward.opponent=reference with references, or cluster.backend=local")
+    if r.opponent == "group" and job.algorithm.rollout_n < 2:
+        raise ValueError(f"policy_reward.opponent=group: algorithm.rollout_n={job.algorithm.rollout_n}, a group needs 2 samples")
     if r.clip is not None and (len(r.clip) != 2 or not r.clip[0] < r.clip[1]):
         raise ValueError(f"policy_reward.clip={r.clip}: expected [low, high] with low < high, or null")
     if spec.check is not None:

@@ -16,8 +16,9 @@ through its registered spec):
                   reply `batch_format` json or lines); any failed criterion fails the sample.
   verif           the rule checkers; the judge is asked only when they all pass (otherwise the product is
                   0 whatever it says), once, on the soft constraints.
-  judge_pairwise  the sample against the prompt's reference with a pairwise judge prompt, in both orders
-                  (`both_orders`) or with the sample as (a).
+  judge_pairwise  the sample against the prompt's reference (or, `opponent=group`, the next sample of its group:
+                  `group_prompts`) with a pairwise judge prompt, in both orders (`both_orders`) or with the sample
+                  as (a).
 
 Every call is recorded in the grader's `JudgeTelemetry` with the failure parsing found, so a step's
 telemetry counts failures by reason per call, while `Graded.reward.failure` is the sample's.
@@ -34,6 +35,7 @@ import contextlib
 import threading
 import time
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Iterator, Sequence
 
 from judge_rl.aio import run_sync
@@ -44,6 +46,8 @@ from judge_rl.policy.rewards.rule import rule_checks
 from judge_rl.servers.client import AsyncJudgeClient, JudgeReply, JudgeTelemetry
 
 __all__ = ["Graded", "Grader", "judge_client"]
+
+EMPTY_OPPONENT = "(no answer)"  # the opponent of a sample whose group answered nothing else
 
 
 def judge_client(judge_cfg: RewardJudgeConfig, base_url: str, model: str) -> AsyncJudgeClient:
@@ -94,6 +98,19 @@ class Grader:
         carries its own)."""
         failure = parsed if isinstance(parsed, JudgeFailure) and reply.ok else None
         self.telemetry.record(reply, failure)
+
+    def group_prompts(self, prompt: PolicyPrompt, responses: Sequence[str]) -> list[PolicyPrompt]:
+        """The prompt each sample of one group is graded with: the prompt itself, or with
+        `policy_reward.opponent=group` the prompt whose reference is the group's next non-blank sample (a ring)."""
+        if self.cfg.opponent != "group":
+            return [prompt] * len(responses)
+        n = len(responses)
+        out = []
+        for j in range(n):
+            after = [responses[(j + k) % n] for k in range(1, n)]
+            opponent = next((r for r in after if r.strip()), EMPTY_OPPONENT)
+            out.append(replace(prompt, reference=opponent))
+        return out
 
     # -- one sample ---------------------------------------------------------------------------------
     async def grade(self, prompt: PolicyPrompt, response: str) -> PolicyReward:

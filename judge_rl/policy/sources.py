@@ -48,6 +48,8 @@ def load_policy_prompts(job) -> list[PolicyPrompt]:
         raise ValueError(f"policy_data={d.name}: no prompts")
     name, where = job.policy_reward.name, f"policy_data={d.name}" + (f" ({d.path})" if d.path else "")
     need = POLICY_REWARDS.get(name).requires
+    if job.policy_reward.opponent == "group":  # the answer is compared with its group, not with a reference
+        need = None
     if need is not None:
         lacking = [p.prompt_id for p in prompts if not getattr(p, need[0])]
         if lacking:

@@ -156,3 +156,17 @@ def test_server_failures_are_failures_with_telemetry(judge, hooks, detail):
     t = grader.telemetry.summary()
     assert t["judge/calls"] == 6 and t[f"judge/failures/{JUDGE_SERVER_ERROR}"] == 6 and t["judge/failure_rate"] == 1.0
     assert t["judge/latency_p95_s"] < 3.0  # bounded: no retries configured, 0.5 s timeout
+
+
+def test_group_prompts_give_each_sample_the_next_non_blank_answer_of_its_group():
+    """policy_reward.opponent=group: sample j is compared with sample j+1 (a ring), skipping blank answers; a group
+    with nothing else to compare gets the placeholder, never an empty reference (which the pairwise prompt refuses)."""
+    from judge_rl.policy.grading import EMPTY_OPPONENT
+
+    grader = Grader(PolicyRewardConfig(name="judge_pairwise", opponent="group"), client=object())  # type: ignore[arg-type]
+    shown = grader.group_prompts(PROMPT, ["one", " ", "three", "four"])
+    assert [p.reference for p in shown] == ["three", "three", "four", "one"]
+    assert all(p.prompt_id == PROMPT.prompt_id and p.prompt == PROMPT.prompt for p in shown)
+    assert [p.reference for p in grader.group_prompts(PROMPT, ["only", ""])] == [EMPTY_OPPONENT, "only"]
+    same = Grader(PolicyRewardConfig(name="judge_pairwise"), client=object())  # type: ignore[arg-type]
+    assert same.group_prompts(PROMPT, ["a", "b"]) == [PROMPT, PROMPT]

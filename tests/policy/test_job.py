@@ -337,3 +337,51 @@ def test_the_task_held_out_is_scored_before_and_after_with_a_paired_interval(tmp
     gain = results["comparisons"]["task_after_minus_before"]["prompt_level_strict_accuracy"]
     assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
     assert "after_minus_before" not in results["comparisons"]  # no IFEval in this run
+
+
+def shown_responses(body) -> tuple[str, str]:
+    user = body["messages"][-1]["content"]
+    a = user.split("[The Start of Response (a)]\n", 1)[1].split("\n[The End of Response (a)]", 1)[0]
+    b = user.split("[The Start of Response (b)]\n", 1)[1].split("\n[The End of Response (b)]", 1)[0]
+    return a, b
+
+
+def test_pairwise_within_the_group_needs_no_reference_and_compares_each_sample_with_the_next(tmp_path, tiny):
+    """policy_reward=judge_pairwise opponent=group on generated prompts (no references): each sample is judged, in both
+    orders, against the next sample of its group; a judge that always prefers the longer response gives a sample 1 where
+    it is longer than its neighbour, 0 where shorter, and no call fails."""
+    calls = []
+
+    def longer_wins(n, body):
+        a, b = shown_responses(body)
+        calls.append((a, b))
+        return f"<think>\nlength\n</think>\nTherefore, Response ({'a' if len(a) >= len(b) else 'b'}) is better, and the strength is [[3]]."
+
+    server = ChatCompletionServer(*tiny, "judge", 0, reply_override=longer_wins).start()
+    try:
+        run_dir = tmp_path / "run"
+        run(policy_cfg([f"run_dir={run_dir}", "ifeval.enabled=false", "policy_reward=judge_pairwise",
+                        "policy_reward.opponent=group", "policy_reward.use_strength=false", *judge_at(server)]))  # fmt: skip
+    finally:
+        server.shutdown()
+    rows = read_jsonl(run_dir / "samples" / "step_1.jsonl")
+    assert rows and all(r["failure"] is None for r in rows)
+    n = len(rows) // len({r["prompt_id"] for r in rows}) if len({r["prompt_id"] for r in rows}) else 0
+    for start in range(0, len(rows), n):
+        group = [r["response"] for r in rows[start:start + n]]
+        for j, r in enumerate(group):
+            after = [group[(j + k) % n] for k in range(1, n)]
+            opponent = next((o for o in after if o.strip()), "(no answer)")
+            if len(r) != len(opponent):  # both orders agree on a length difference
+                assert rows[start + j]["score"] == float(len(r) > len(opponent))
+            assert (r, opponent) in calls or (opponent, r) in calls
+
+
+def test_group_opponents_need_a_pairwise_reward_the_local_backend_and_a_group(tmp_path):
+    base = [f"run_dir={tmp_path / 'r'}", "ifeval.enabled=false", "++policy_reward.opponent=group"]
+    for extra, message in ((["policy_reward=rule", "judge=none"], "only policy_reward=judge_pairwise compares samples"),
+                           (["policy_reward=judge_pairwise", "algorithm.rollout_n=1"], "a group needs 2 samples"),
+                           (["policy_reward=judge_pairwise", "policy_reward.opponent=peer"], "policy_reward.opponent='peer'")):  # fmt: skip
+        with pytest.raises(ValueError) as e:
+            run(policy_cfg([*base, *extra]))
+        assert message in str(e.value) and "\n" not in str(e.value)

@@ -1,0 +1,74 @@
+"""Write judge_rl/policy/task_bodies.jsonl: answers of the embedded policy (SmolLM2-135M-Instruct) to each base task of
+the policy task, with no constraint, the bodies the task's preference pairs are built from (judge_rl/policy/
+task_pairs.py). Bodies are the policy's own words, so a judge trained on the pairs reads the kind of text it will
+grade; each kept body passes the true score's guard (judge_rl/policy/guard.py) and ends at a sentence.
+
+    python scripts/make_task_bodies.py [--samples 6] [--keep 4] [--seed 0]
+
+Deterministic given its arguments (sampled with torch's generator seeded per task); the committed file was written
+by the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from judge_rl.models.loading import load_model, load_tokenizer  # noqa: E402
+from judge_rl.policy.data import BASE_TASKS  # noqa: E402
+from judge_rl.policy.guard import guard_failure  # noqa: E402
+from judge_rl.policy.task_pairs import BODIES_PATH  # noqa: E402
+from judge_rl.rollouts import encode_chat, sample_generate  # noqa: E402
+from judge_rl.servers.http import load_model_config  # noqa: E402
+
+CACHE = Path.home() / ".cache" / "judge_rl"
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def trim(text: str) -> str:
+    """The text up to its last full sentence (an answer cut at max_new_tokens ends mid-sentence), stripped."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    return (text[: ends[-1]] if ends else text).strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=6)
+    ap.add_argument("--keep", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--out", type=Path, default=BODIES_PATH)
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    cfg = load_model_config("smollm2-135m")
+    tokenizer = load_tokenizer(cfg, CACHE)
+    model = load_model(cfg, CACHE, torch.device("cpu"), seed=0).eval()
+    rows = []
+    for i, task in enumerate(BASE_TASKS):
+        torch.manual_seed(args.seed * 1000 + i)
+        prompt = encode_chat(tokenizer, [{"role": "user", "content": task.text}])
+        with torch.no_grad():
+            [group] = sample_generate(model, tokenizer, [prompt], num_samples=args.samples,
+                                      max_new_tokens=args.max_new_tokens, batch_size=args.samples, temperature=0.7)  # fmt: skip
+        kept = []
+        for g in group:
+            body = trim(g.text)
+            if guard_failure(body, task.task_id) is None and body not in kept:
+                kept.append(body)
+        for k, body in enumerate(kept[: args.keep]):
+            rows.append({"task_id": task.task_id, "k": k, "body": body})
+        print(f"{task.task_id}: kept {min(len(kept), args.keep)} of {args.samples}", flush=True)
+    args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"wrote {len(rows)} bodies to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
