@@ -146,10 +146,11 @@ def to_markdown(table: ReportTable, caption: str = "") -> str:
 
 def write_report(
     paths: Sequence[Path], out_dir: Path | None = None, columns: Sequence[str] | None = None, paper: str | None = None,
-    chart: Sequence[str] | None = None,
+    chart: Sequence[str] | None = None, scatter: Sequence[str] | None = None,
 ) -> dict[str, Path]:
     """Build the table and write report.md, report.csv and report.png into `out_dir` (default: the one
-    directory named, the sweep directory); returns the files written (and the table, under "table")."""
+    directory named, the sweep directory), and with `scatter` ([x, y] cell names) report_scatter.png; returns the
+    files written (and the table, under "table")."""
     table = build_table(paths, columns, paper)
     if out_dir is None:
         out_dir = Path(paths[0]) if len(paths) == 1 else Path(".")
@@ -173,6 +174,12 @@ def write_report(
     png = write_chart(table, chart_columns[: min(4, len(chart_columns))], out_dir / f"{REPORT_STEM}.png")
     if png is not None:
         files["png"] = png
+    if scatter:
+        if len(scatter) != 2:
+            raise ValueError(f"report.scatter={list(scatter)}: expected [x, y], two cell names")
+        dots = write_scatter(build_table(paths, list(scatter)), scatter[0], scatter[1], out_dir / f"{REPORT_STEM}_scatter.png")
+        if dots is not None:
+            files["scatter"] = dots
     return {**files, "table": table}
 
 
@@ -213,6 +220,37 @@ def write_chart(table: ReportTable, columns: Sequence[str], path: Path) -> Path 
     ax.set_xticklabels([title(c) for c in columns], rotation=15, ha="right")
     ax.legend(fontsize=7)
     ax.set_title("judge_rl sweep report")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_scatter(table: ReportTable, x: str, y: str, path: Path) -> Path | None:
+    """One point per sweep point at (x, y), each with its intervals as error bars in both directions and its label;
+    y = 0 drawn (no gain). None when no point has both values."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [(row, _number(row.cells.get(x)), _number(row.cells.get(y))) for row in table.rows]
+    shown = [(row, vx, vy) for row, vx, vy in shown if vx is not None and vy is not None]
+    if not shown:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    ax.axhline(0.0, color="grey", lw=0.8, ls="--")
+    for row, vx, vy in shown:
+        err = []
+        for column, v in ((x, vx), (y, vy)):
+            ci = row.cells.get(f"{column}_ci")
+            lo, hi = ci if ci and None not in ci else (v, v)
+            err.append([[max(0.0, v - lo)], [max(0.0, hi - v)]])
+        ax.errorbar([vx], [vy], xerr=err[0], yerr=err[1], fmt="o", capsize=3)
+        ax.annotate(row.label.split("=")[-1][:28], (vx, vy), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xlabel(title(x))
+    ax.set_ylabel(title(y))
+    ax.set_title("judge_rl sweep: one point per run, 95% intervals")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -277,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", type=Path, help="a multirun directory, or run directories")
     parser.add_argument("--columns", default=None, help="comma-separated cell names (default: the held-out RL metrics)")
     parser.add_argument("--chart", default=None, help="comma-separated columns to chart (default: the first four)")
+    parser.add_argument("--scatter", default=None, help="x,y: two cell names, one dot per point (report_scatter.png)")
     parser.add_argument("--paper", default=None, help="published numbers to show beside ours (a key of paper_results.yaml)")
     parser.add_argument("--out", type=Path, default=None, help="where to write report.{md,csv,png}")
     parser.add_argument("--wandb", action="store_true", help="log the table as a wandb.Table")
@@ -287,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     split = (lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None)
     try:
-        files = write_report(args.paths, args.out, split(args.columns), args.paper, split(args.chart))
+        files = write_report(args.paths, args.out, split(args.columns), args.paper, split(args.chart), split(args.scatter))
         table = files.pop("table")
         print(files["markdown"].read_text())
         print("written: " + ", ".join(str(p) for p in files.values()))

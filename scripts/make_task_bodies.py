@@ -5,8 +5,9 @@ grade; each kept body passes the true score's guard (judge_rl/policy/guard.py) a
 
     python scripts/make_task_bodies.py [--samples 6] [--keep 4] [--seed 0]
 
-Deterministic given its arguments (sampled with torch's generator seeded per task); the committed file was written
-by the defaults.
+Sampled by the rollout engine `trainer.rollout_engine=auto` picks (vLLM's engine in this process where vLLM is
+installed, else the policy itself), every task's samples in one batch, from torch's generator seeded by --seed; the
+committed file was written by the defaults with vLLM.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from judge_rl.models.loading import load_model, load_tokenizer  # noqa: E402
 from judge_rl.policy.data import BASE_TASKS  # noqa: E402
 from judge_rl.policy.guard import guard_failure  # noqa: E402
 from judge_rl.policy.task_pairs import BODIES_PATH  # noqa: E402
-from judge_rl.rollouts import encode_chat, sample_generate  # noqa: E402
+from judge_rl.rollouts import build_sampler, encode_chat, resolve_rollout_engine  # noqa: E402
 from judge_rl.servers.http import load_model_config  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "judge_rl"
@@ -51,13 +52,15 @@ def main() -> None:
     cfg = load_model_config("smollm2-135m")
     tokenizer = load_tokenizer(cfg, CACHE)
     model = load_model(cfg, CACHE, torch.device("cpu"), seed=0).eval()
+    sampler = build_sampler(resolve_rollout_engine("auto", "cpu", cfg.source), model, tokenizer)
+    prompts = [encode_chat(tokenizer, [{"role": "user", "content": task.text}]) for task in BASE_TASKS]
+    torch.manual_seed(args.seed)
+    with torch.no_grad():
+        groups = sampler.sample(prompts, num_samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=0.7,
+                                top_p=1.0)  # fmt: skip
+    sampler.close()
     rows = []
-    for i, task in enumerate(BASE_TASKS):
-        torch.manual_seed(args.seed * 1000 + i)
-        prompt = encode_chat(tokenizer, [{"role": "user", "content": task.text}])
-        with torch.no_grad():
-            [group] = sample_generate(model, tokenizer, [prompt], num_samples=args.samples,
-                                      max_new_tokens=args.max_new_tokens, batch_size=args.samples, temperature=0.7)  # fmt: skip
+    for task, group in zip(BASE_TASKS, groups):
         kept = []
         for g in group:
             body = trim(g.text)

@@ -72,6 +72,8 @@ def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path):
     assert (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").read_text() == "2"
     assert (tmp_path / "rl_model" / "model.safetensors").exists()
     assert results["training"]["rl"]["steps"] == 2 and "sft/steps" in results["training"]["sft"]
+    # the SFT judge by path (judge.checkpoint=<run>/sft_model), the cached init it links to
+    assert (tmp_path / "sft_model").is_symlink() and (tmp_path / "sft_model" / "sft_metrics.json").exists()
     assert len(results["training"]["rl"]["rewards"]) == 2
     # the RL-minus-SFT claim comes with its paired bootstrap interval over the held-out pairs
     gain = results["comparisons"]["rl_minus_sft"]["consistent_accuracy"]

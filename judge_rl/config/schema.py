@@ -229,6 +229,7 @@ class ReportConfig:
     columns: Optional[list[str]] = None  # flat cell names (judge_rl/reports/schema.py); null: the held-out RL metrics
     chart: Optional[list[str]] = None  # the columns charted in report.png (null: the first four)
     paper: Optional[str] = None  # published numbers shown beside ours (a key of judge_rl/reports/paper_results.yaml)
+    scatter: Optional[list[str]] = None  # [x, y]: report_scatter.png, one dot per point with both intervals
 
 
 STAGES = ("eval_base", "sft", "eval_sft", "rl", "eval_rl")

@@ -73,12 +73,18 @@ def judgment_fields(item: JudgeItem | PointwiseItem, j: Judgment, reward=None) -
         "source": item.pair.source,
         "chosen_position": item.chosen_position,
         "gt_strength": item.pair.strength,
+        # where the longer response is shown (characters), None for equal lengths: the judge's length preference
+        "longer_position": _longer_position(item.response_a, item.response_b),
         "winner": j.winner,
         "strength": j.strength,
         "scores": list(j.scores) if j.scores is not None else None,
         "parse_error": j.error or "",
         "correct": bool(j.ok and j.winner == item.chosen_position),
     }
+
+
+def _longer_position(a: str, b: str) -> str | None:
+    return None if len(a) == len(b) else "a" if len(a) > len(b) else "b"
 
 
 def parse_task(task: Task, completion: Completion) -> Judgment:

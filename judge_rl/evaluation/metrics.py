@@ -34,6 +34,11 @@ def pairwise_metrics(records: Iterable[dict[str, Any]]) -> dict[str, float]:
         # same underlying response picked in both orders <=> the letter flips between orders
         "position_consistency": mean_or_nan([float(p["a"]["winner"] != p["b"]["winner"]) for p in both_parsed]),
         "a_preference_rate": mean_or_nan([float(r["winner"] == "a") for r in parsed]),
+        # length bias: how often a verdict names the longer response, beside how often the better one is the longer
+        "longer_preference_rate": mean_or_nan([float(r["winner"] == r["longer_position"]) for r in parsed
+                                               if r.get("longer_position") is not None]),
+        "gold_longer_rate": mean_or_nan([float(r["chosen_position"] == r["longer_position"]) for r in records
+                                         if r.get("longer_position") is not None]),
         "parse_failure_rate": mean_or_nan([float(bool(r["parse_error"])) for r in records]),
         "n_items": float(len(records)),
         "n_pairs": float(len(by_pair)),

@@ -18,6 +18,12 @@ constraints, and three numbers say how the judge departs from them:
   bias/reward_minus_rule   mean reward minus mean rule score over the graded samples with checkers: the
                            judge reward's gap to the judge-free rule reward
   bias/reward_mean, bias/rule_mean, bias/n_samples   the means behind it and how many samples
+  bias/judge_rule_disagree a pairwise judge: of the comparisons both the checkers (the two answers' rule scores
+                           differ) and the judge (a reward other than 0.5) decide, the share where the judge prefers
+                           the answer the checkers rank lower; bias/n_compared counts them
+
+The rule score of a generated prompt (one with a base task) is the task's true score: no instruction counts as
+followed where the response fails the guard of judge_rl/policy/guard.py (too short, a loop, off topic).
 
 Failed samples (no reward) are left out of everything but the criteria their parsed calls graded.
 """
@@ -84,4 +90,11 @@ def bias_metrics(graded: Sequence[Graded], lengths: Sequence[float]) -> dict[str
     out["bias/rule_mean"] = sum(rules) / len(rules) if rules else NAN
     out["bias/reward_minus_rule"] = out["bias/reward_mean"] - out["bias/rule_mean"] if rewards else NAN
     out["bias/length_corr"] = length_correlation(rewards, [float(n) for _, n in kept], rules)
+    # a pairwise judge: of the comparisons the checkers decide (the two rule scores differ) and the judge decides
+    # (a reward other than 0.5), the share where it prefers the answer the checkers rank lower
+    decided = [(float(g.reward.score) > 0.5, float(g.rule_score) > float(g.opponent_rule_score))  # type: ignore[arg-type]
+               for g, _ in kept if g.opponent_rule_score is not None and g.rule_score != g.opponent_rule_score
+               and g.reward.score != 0.5]  # fmt: skip
+    out["bias/n_compared"] = float(len(decided))
+    out["bias/judge_rule_disagree"] = sum(j != r for j, r in decided) / len(decided) if decided else NAN
     return out

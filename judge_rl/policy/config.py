@@ -117,6 +117,10 @@ class RewardJudgeConfig(JudgeClientConfig):
     engine: str = "local"  # local | openai | vllm | none
     model: Optional[str] = "smollm2-135m"  # local / vllm: a conf/model name or a model YAML path
     checkpoint: Optional[str] = None  # local / vllm: a saved model directory to serve instead
+    # where this judge's own quality was measured: a main-job run directory and the stage of its held-out evaluation
+    # (base, sft, rl); the policy job copies that evaluation into its results as `grader` (cells grader/held_out/...)
+    quality_run: Optional[str] = None
+    quality_stage: Optional[str] = None
     # the client (JudgeClientConfig): base_url (openai: required; vllm: a running server, null: start one),
     # served_model, api_key_env, concurrency, timeout_s, max_retries, backoff_s; and its cache
     cache_size: int = 100_000
@@ -225,7 +229,7 @@ POLICY_NEUTRAL_KEYS = (
     "cluster.shared_fs", "trainer.save_every", "trainer.keep_checkpoints", "report", "judge.concurrency",
     "judge.timeout_s", "judge.max_retries", "judge.backoff_s", "judge.api_key_env", "judge.max_batch",
     "judge.batch_wait_s", "judge.device", "judge.port", "judge.startup_timeout_s", "judge.base_url",
-    "judge_failure.max_failure_rate", "ifeval.batch_size",
+    "judge_failure.max_failure_rate", "ifeval.batch_size", "judge.quality_run", "judge.quality_stage",
 )  # fmt: skip
 
 POLICY_RANGES = {

@@ -41,6 +41,7 @@ from typing import Iterator, Sequence
 from judge_rl.aio import run_sync
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
 from judge_rl.policy.data import PolicyPrompt
+from judge_rl.policy.guard import guard_failure
 from judge_rl.policy.rewards import POLICY_REWARDS, Graded, JudgeFailure, PolicyReward
 from judge_rl.policy.rewards.rule import rule_checks
 from judge_rl.servers.client import AsyncJudgeClient, JudgeReply, JudgeTelemetry
@@ -67,6 +68,18 @@ def judge_client(judge_cfg: RewardJudgeConfig, base_url: str, model: str) -> Asy
         cache_size=judge_cfg.cache_size,
         error_messages=True,
     )
+
+
+def true_checks(prompt: PolicyPrompt, response: str) -> list[bool]:
+    """The checker results the bias metrics hold a judge to: IFEval's checkers, and for a generated prompt (one with
+    a base task) none followed where the response fails the guard (judge_rl/policy/guard.py), the task's true score."""
+    if not prompt.instruction_id_list:
+        return []
+    checks = rule_checks(prompt.instruction_id_list, prompt.kwargs, response)
+    task_id = prompt.meta.get("task_id")
+    if task_id is not None and guard_failure(response, task_id, prompt.instruction_id_list) is not None:
+        return [False] * len(checks)
+    return checks
 
 
 class Grader:
@@ -118,8 +131,7 @@ class Grader:
 
     async def grade_detailed(self, prompt: PolicyPrompt, response: str) -> Graded:
         """The sample graded by its reward's own `grade` (its spec), with the prompt's checker results."""
-        checks = rule_checks(prompt.instruction_id_list, prompt.kwargs, response) if prompt.instruction_id_list else []
-        return await self.spec.grade(self, prompt, response, checks)
+        return await self.spec.grade(self, prompt, response, true_checks(prompt, response))
 
     # -- many samples -------------------------------------------------------------------------------
     def grade_many(self, prompts: Sequence[PolicyPrompt], responses: Sequence[str]) -> list[Graded]:

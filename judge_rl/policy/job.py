@@ -28,6 +28,7 @@ same `run_dir` resumes: RL from its last checkpoint, IFEval from saved answers.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from contextlib import nullcontext
@@ -91,10 +92,13 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     torch.manual_seed(job.seed)
     if job.cluster.threads:
         torch.set_num_threads(job.cluster.threads)
+    grader_quality = measured_quality(job.judge)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
     prompts = fit_prompts(load_policy_prompts(job), tokenizer, job.model.max_prompt_length)
     ifeval = ifeval_prompts(job.ifeval) if job.ifeval.enabled and Path(job.ifeval.path).expanduser().is_file() else []
     results = new_results("policy", run_dir)
+    if grader_quality is not None:
+        results["evaluations"]["grader"] = grader_quality
     results["data"] = {"train_prompts": len(prompts), "ifeval_prompts": len(ifeval)}
     if job.ifeval.enabled and not ifeval:  # as the main job's benchmarks: a machine without the file still trains
         results["data"]["ifeval"] = f"skipped: no file at {job.ifeval.path}"
@@ -176,6 +180,23 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     return results
 
 
+def measured_quality(judge) -> dict[str, Any] | None:
+    """The judge's held-out evaluation from the main-job run that measured it (`judge.quality_run`, at
+    `judge.quality_stage`), as this run's `grader` evaluation; None without `quality_run`. A run or stage that is
+    not there fails in one line, before a model loads (a study would otherwise lose its x axis)."""
+    if not judge.quality_run:
+        return None
+    path = Path(judge.quality_run).expanduser() / "results.json"
+    if not path.is_file():
+        raise ValueError(f"judge.quality_run={judge.quality_run}: no results.json there (a main-job run directory)")
+    evaluations = json.loads(path.read_text()).get("evaluations", {})
+    held_out = evaluations.get(judge.quality_stage or "", {}).get("held_out")
+    if not held_out:
+        raise ValueError(f"judge.quality_stage={judge.quality_stage}: {path} has no held-out evaluation at that stage "
+                         f"(it has: {', '.join(s for s, e in evaluations.items() if e.get('held_out')) or 'none'})")  # fmt: skip
+    return {"held_out": held_out, "benchmarks": {}, "source": f"{path}:{judge.quality_stage}"}
+
+
 def policy_task(job: PolicyJobConfig, run_dir: Path, prompts, grader, ifeval_on, judge_base_url: str | None,
                 judge_model: str | None) -> RLTask:  # fmt: skip
     """The policy's RL as every backend takes it (judge_rl/backends/__init__.py): on the local backend a
@@ -247,6 +268,12 @@ def training_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
     out["bias"] = {k.split("/", 1)[1]: _mean(history, k) for k in
                    ("bias/judge_fp_rate", "bias/judge_fn_rate", "bias/judge_agreement", "bias/length_corr",
                     "bias/reward_minus_rule", "bias/reward_mean", "bias/rule_mean")}  # fmt: skip
+    # pooled over the run's comparisons (a step's share weighs by how many it decided)
+    compared = [(h["bias/n_compared"], h["bias/judge_rule_disagree"]) for h in history
+                if h.get("bias/n_compared") and isinstance(h.get("bias/judge_rule_disagree"), (int, float))]  # fmt: skip
+    n = sum(c for c, _ in compared)
+    out["bias"]["n_compared"] = float(n)
+    out["bias"]["judge_rule_disagree"] = sum(c * d for c, d in compared) / n if n else None
     return out
 
 

@@ -391,9 +391,14 @@ def live_evaluator(run: Run) -> Callable[[Any, int], dict[str, float]] | None:
 
 
 def sft_init(run: Run) -> Path:
-    """The thinking initialisation (Think-J 3.1): SFT on `sft.num_examples` gold traces, cached and reused."""
+    """The thinking initialisation (Think-J 3.1): SFT on `sft.num_examples` gold traces, cached and reused. The run
+    directory's `sft_model` links to it, so the SFT judge can be served by path (`judge.checkpoint=<run>/sft_model`)."""
     examples = sft_examples(init_items(run), run.prompt, run.job.sft.num_examples)
     init_model, metrics = run_sft(run.job, examples)
+    link = run.run_dir / "sft_model"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(init_model.resolve(), target_is_directory=True)
     run.results["training"]["sft"] = metrics
     run.save()
     run.logger.summary(metrics)

@@ -60,3 +60,18 @@ def test_paired_bootstrap_interval_of_a_difference():
     assert gain["n"] == 40 and gain["diff"] == 0.25 and 0.1 < gain["low"] < 0.25 < gain["high"] < 0.45
     same = paired_bootstrap(after, after)
     assert same["diff"] == same["low"] == same["high"] == 0.0
+
+
+def test_length_preference_beside_how_often_the_better_response_is_the_longer():
+    def r(pair, pos, winner, longer):
+        return {**rec(pair, pos, winner), "longer_position": longer}
+
+    records = [
+        r("p1", "a", "a", "a"), r("p1", "b", "b", "b"),  # the better one is longer; the judge picks it
+        r("p2", "a", "b", "b"), r("p2", "b", "a", "a"),  # the worse one is longer; the judge picks it both times
+        r("p3", "a", None, "a"), r("p3", "b", "b", None),  # unparsed, and equal lengths: not counted
+    ]
+    m = pairwise_metrics(records)
+    assert m["longer_preference_rate"] == pytest.approx(4 / 4)
+    assert m["gold_longer_rate"] == pytest.approx(3 / 5)  # over every record whose lengths differ
+    assert math.isnan(pairwise_metrics([rec("p", "a", "a")])["longer_preference_rate"])  # records from before the field

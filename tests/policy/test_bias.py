@@ -84,3 +84,31 @@ def test_drop_group_drops_groups_below_min_group_size():
     assert keep == [4, 5, 6, 7] and dropped == 2
     keep, dropped = kept_samples(UIDS, ok_flags, JudgeFailurePolicy(mode="drop_group", min_group_size=3), "grpo")
     assert keep == [0, 2, 3, 4, 5, 6, 7] and dropped == 1
+
+
+def test_a_pairwise_judge_disagrees_with_the_checkers_where_it_prefers_the_answer_they_rank_lower():
+    def vs(score: float, rule: float, opponent: float) -> Graded:
+        return Graded(PolicyReward(score, None, {}), rule, float(rule == 1.0), opponent_rule_score=opponent)
+
+    graded = [
+        vs(1.0, 1.0, 0.0),  # agrees: the judge prefers the answer the checkers rank higher
+        vs(1.0, 0.0, 1.0),  # disagrees
+        vs(0.0, 0.0, 1.0),  # agrees
+        vs(0.5, 1.0, 0.0),  # the judge undecided: not counted
+        vs(1.0, 1.0, 1.0),  # the checkers undecided: not counted
+        failed(1.0),  # no reward: not counted
+    ]
+    m = bias_metrics(graded, [10] * 6)
+    assert m["bias/n_compared"] == 3 and m["bias/judge_rule_disagree"] == pytest.approx(1 / 3)
+    assert math.isnan(bias_metrics([ok(1.0, 1.0)], [5])["bias/judge_rule_disagree"])
+
+
+def test_the_bias_metrics_hold_a_generated_prompt_to_its_true_score():
+    """A generated prompt's rule score is its true score: a looping answer that passes the checkers follows nothing."""
+    from judge_rl.policy.data import generate_policy_prompts
+    from judge_rl.policy.grading import true_checks
+    from judge_rl.policy.rewards.rule import rule_checks
+
+    p = generate_policy_prompts(1, seed=0, instruction_ids=["detectable_content:postscript"])[0]
+    loop = f"{p.kwargs[0]['postscript_marker']} " + "yes yes yes " * 10
+    assert rule_checks(p.instruction_id_list, p.kwargs, loop) == [True] and true_checks(p, loop) == [False]

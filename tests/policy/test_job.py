@@ -183,6 +183,7 @@ def test_a_step_above_the_failure_rate_stops_the_run_before_its_update(tmp_path,
     (["policy_data.instruction_ids=[punctuation:no_comma,keywords:nope]"], "policy_data.instruction_ids: ['keywords:nope']"),
     (["trainer.rollout_engine=sglang"], "trainer.rollout_engine='sglang': expected one of auto, hf, vllm"),
     (["task_eval.n=0"], "task_eval.n=0: expected >= 1"),
+    (["++judge.quality_run=/nonexistent"], "judge.quality_run=/nonexistent: no results.json there"),
 ])  # fmt: skip
 def test_configs_that_cannot_work_fail_in_one_line_before_a_model_loads(tmp_path, ifeval_file, overrides, message):
     with pytest.raises(Exception) as e:

@@ -482,7 +482,7 @@ def test_rule_compute_score() -> None:
     truth = RULED.to_dict()
     out = compute_score("ifgen", PASS, json.dumps(truth))
     assert out == {"score": 1.0, "judge_failed": 0, "failure_reason": "", "rule_fraction": 1.0, "rule_all": 1.0,
-                   "n_instructions": 2.0, "n_followed": 2.0}  # fmt: skip
+                   "n_instructions": 2.0, "n_followed": 2.0, "guard_pass": 1.0}  # fmt: skip
     assert compute_score("ifgen", FAIL, truth, reward_name="rule", level="prompt")["score"] == 0.0
     assert compute_score("ifgen", FAIL, truth, extra_info={"reward_name": "rule"})["score"] == 0.5
     # parquet gives numpy arrays for lists

@@ -180,6 +180,8 @@ class Graded:
     criterion_checks: list[tuple[bool, bool]] = field(default_factory=list)
     calls: int = 0
     replies: list[str] = field(default_factory=list)  # each call's reply text, or "<failed: reason; detail>"
+    # a pairwise judge: the rule score of the answer the sample was compared with (None: no checkers)
+    opponent_rule_score: float | None = None
 
     @classmethod
     def of(cls, reward: PolicyReward, checks: Sequence[bool], **kwargs: Any) -> "Graded":

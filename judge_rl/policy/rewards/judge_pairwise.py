@@ -114,6 +114,8 @@ def judge_pairwise_score(
 
 
 async def grade(grader, prompt: PolicyPrompt, response: str, checks: Sequence[bool]) -> Graded:
+    from judge_rl.policy.grading import true_checks
+
     cfg = grader.cfg
     positions = POSITIONS if cfg.both_orders else ("a",)
     messages = [pairwise_judge_messages(prompt, response, prompt.reference, p, cfg.judge_prompt) for p in positions]
@@ -124,7 +126,9 @@ async def grade(grader, prompt: PolicyPrompt, response: str, checks: Sequence[bo
                                    cfg.use_strength)  # fmt: skip
         grader.record(reply, None if one.ok else JudgeFailure(one.failure))
     reward = judge_pairwise_score(prompt, response, prompt.reference, judgment, cfg.judge_prompt, cfg.use_strength)
-    return Graded.of(reward, checks, calls=len(positions), replies=grader.texts(replies))
+    opponent = true_checks(prompt, prompt.reference) if checks else []
+    return Graded.of(reward, checks, calls=len(positions), replies=grader.texts(replies),
+                     opponent_rule_score=sum(opponent) / len(opponent) if opponent else None)  # fmt: skip
 
 
 def check(cfg) -> None:

@@ -31,7 +31,7 @@ def rule_checks(instruction_id_list: Sequence[str], kwargs: Sequence[Mapping[str
     return results
 
 
-def _rule_components(results: Sequence[bool], guard_pass: bool) -> dict[str, float]:
+def _rule_components(results: Sequence[bool]) -> dict[str, float]:
     n = len(results)
     followed = sum(results)
     return {
@@ -39,7 +39,6 @@ def _rule_components(results: Sequence[bool], guard_pass: bool) -> dict[str, flo
         "rule_all": float(all(results)),
         "n_instructions": float(n),
         "n_followed": float(followed),
-        "guard_pass": float(guard_pass),
     }
 
 
@@ -50,7 +49,7 @@ def _rule_reward(ids: Sequence[str], kwargs: Sequence[Mapping[str, Any]], respon
     if not ids:
         raise ValueError(f"{where}has no rule constraints (instruction_id_list is empty)")
     guard_pass = not guard or guard_failure(response, task_id, ids) is None
-    components = _rule_components(rule_checks(ids, kwargs, response), guard_pass)
+    components = {**_rule_components(rule_checks(ids, kwargs, response)), "guard_pass": float(guard_pass)}
     score = components["rule_fraction" if level == "instruction" else "rule_all"]
     return PolicyReward(score if guard_pass else 0.0, None, components)
 

@@ -1,0 +1,79 @@
+"""The judge-quality study in smoke mode on the tiny models: every rung of sweeps/judge_ladder.yaml trained and
+measured by the main job on the policy task's pairs, then every point of sweeps/judge_quality.yaml (the oracle and a
+policy graded by each rung's judge), then the report with its table and the gain-against-accuracy picture."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from hydra import compose, initialize_config_dir
+
+from conftest import CACHE_DIR, CONF_DIR, REPO_ROOT, compose_config
+from judge_rl.jobs.train import run as run_main
+from judge_rl.policy.job import run as run_policy
+
+SMALL_MAIN = ["model=tiny-random", "logger=none", "trainer.total_steps=1", "trainer.max_new_tokens=12",
+              "trainer.prompts_per_step=2", "trainer.eval_every=0", "sft.batch_size=4", "eval.max_new_tokens=12",
+              "data.train.kwargs.n=8", "data.eval.kwargs.n=4"]  # fmt: skip
+SMALL_POLICY = ["policy_debug=tiny", "judge.engine=local", "trainer.total_steps=1", "task_eval.n=4",
+                "task_eval.max_new_tokens=12"]  # fmt: skip
+
+
+def sweep_choices(name: str, key: str) -> list[str]:
+    sweep = yaml.safe_load((REPO_ROOT / "sweeps" / f"{name}.yaml").read_text())
+    return sweep["hydra"]["sweeper"]["params"][key].split(",")
+
+
+def policy_cfg(overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="policy", overrides=[f"cache_dir={CACHE_DIR}", *overrides])
+
+
+def test_the_ladder_and_the_policies_it_grades_in_smoke_mode(tmp_path, monkeypatch):
+    from judge_rl.report import write_report
+
+    ladder = tmp_path / "ladder"
+    monkeypatch.setenv("JUDGE_RL_LADDER", str(ladder))
+    rungs = sweep_choices("judge_ladder", "+judge_ladder")
+    assert rungs == ["untrained", "sft_few", "sft_more", "sft_rl", "biased_longer"]
+    for rung in rungs:
+        cfg = compose_config(["+sweeps=judge_ladder", f"+judge_ladder={rung}", *SMALL_MAIN, f"run_dir={ladder / rung}",
+                              "sft.num_examples=4" if rung == "sft_few" else "sft.num_examples=8"])  # fmt: skip
+        assert cfg.data.name == "policy_task" and cfg.eval.benchmarks == []
+        results = run_main(cfg)
+        stage = {"untrained": "base", "sft_rl": "rl"}.get(rung, "sft")
+        held_out = results["evaluations"][stage]["held_out"]["metrics"]
+        assert held_out["n_pairs"] == 4 and "longer_preference_rate" in held_out
+    assert (ladder / "sft_few" / "sft_model" / "config.json").exists() and (ladder / "sft_rl" / "rl_model").is_dir()
+    resolved = yaml.safe_load((ladder / "biased_longer" / "resolved_config.yaml").read_text())
+    assert resolved["data"]["train"]["kwargs"]["bias"] == "longer" and resolved["data"]["eval"]["kwargs"].get("bias") is None
+
+    points = sweep_choices("judge_quality", "+reward_judge")
+    assert points[0] == "oracle" and {f"ladder_{r}" for r in rungs} == set(points[1:])
+    sweep = tmp_path / "sweep"
+    for i, point in enumerate(points):
+        overrides = ["+sweeps=judge_quality", f"+reward_judge={point}"]
+        (sweep / str(i) / ".hydra").mkdir(parents=True)
+        (sweep / str(i) / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+        results = run_policy(policy_cfg([*overrides, *SMALL_POLICY, f"run_dir={sweep / str(i)}"]))
+        assert results["final_stage"] == "after" and "task_after_minus_before" in results["comparisons"]
+        if point == "oracle":
+            assert "grader" not in results["evaluations"] and results["training"]["rl"]["judge"]["calls"] == 0.0
+        else:  # the judge's own held-out quality travels with the policy it graded
+            rung = point.removeprefix("ladder_")
+            measured = json.loads((ladder / rung / "results.json").read_text())["evaluations"]
+            stage = {"untrained": "base", "sft_rl": "rl"}.get(rung, "sft")
+            assert results["evaluations"]["grader"]["held_out"] == measured[stage]["held_out"]
+            assert results["training"]["rl"]["judge"]["calls"] > 0
+    cfg = policy_cfg(["+sweeps=judge_quality", *SMALL_POLICY])
+    files = write_report([sweep], sweep, columns=list(cfg.report.columns), chart=list(cfg.report.chart),
+                         scatter=list(cfg.report.scatter))  # fmt: skip
+    table = files["table"]
+    assert [r.label for r in table.rows] == [f"reward_judge={p}" for p in points]
+    assert all(r.status == "finished" for r in table.rows)
+    assert files["scatter"].exists() and files["png"].exists()
+    # one dot per judge: the oracle has no judge accuracy, every rung has one and a gain with its interval
+    for row in table.rows[1:]:
+        assert isinstance(row.cells["grader/held_out/accuracy"], float)
+        assert len(row.cells["task_after_minus_before/prompt_level_strict_accuracy_ci"]) == 2
