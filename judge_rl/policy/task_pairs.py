@@ -15,7 +15,10 @@ response is one of (`REJECTED_KINDS`, drawn with `KIND_WEIGHTS`):
 
 Half of the pairs build both responses on one body, half on two bodies of the task (so length says nothing about
 which is better). Every pair is checked by the real checkers and guard before it is kept, and the gold trace a judge
-is fine-tuned on says what each response does per constraint, then the verdict line of the `strength` prompt.
+is fine-tuned on quotes, per constraint, the part of each response that decides it (`evidence`: its start, its end,
+or its first comma), says which meets it, then the verdict line of the `strength` prompt. (Traces that only said
+which response meets a constraint taught a 135M judge the format and nothing else: 128 of them gave a judge that
+always named Response (b), held-out accuracy 0.975 / 0.000 by order.)
 
 `bias="longer"` relabels every pair so that the longer response wins (its trace says so): the deliberately biased
 judge of the study. Train and test pairs never share a base task (the split is the task's, `task_split`).
@@ -114,6 +117,32 @@ def edited(prompt: PolicyPrompt, body: str, missed: Sequence[int], word: str) ->
     return text
 
 
+EVIDENCE_CHARS = 32  # how much of a response's start or end the trace quotes
+
+
+def _quote(s: str) -> str:
+    return "`" + s.replace("\n", "\\n") + "`"
+
+
+def evidence(instruction_id: str, text: str) -> str:
+    """The part of a response that decides one constraint, quoted: its start (title, case, opening quote), its end
+    (postscript, end phrase, closing quote), or the text around its first comma. A 135M judge decides each
+    constraint by looking at a copy it just wrote, not at the whole response."""
+    t = text.strip()
+    if instruction_id == "detectable_content:postscript":
+        return f"last line starts: {_quote(t.splitlines()[-1][:EVIDENCE_CHARS] if t else '')}"
+    if instruction_id == "startend:end_checker":
+        return f"ends: {_quote(t[-EVIDENCE_CHARS:])}"
+    if instruction_id == "startend:quotation":
+        return f"starts: {_quote(t[:8])}, ends: {_quote(t[-8:])}"
+    if instruction_id in ("detectable_format:title", "change_case:english_lowercase"):
+        return f"starts: {_quote(t[:EVIDENCE_CHARS])}"
+    if instruction_id == "punctuation:no_comma":
+        at = t.find(",")
+        return "has no comma" if at < 0 else f"has a comma: {_quote(t[max(0, at - 16):at + 8])}"
+    raise ValueError(f"no evidence for instruction id {instruction_id!r}; known: {', '.join(PAIR_INSTRUCTION_IDS)}")
+
+
 def _trace(prompt: PolicyPrompt, chosen: str, rejected: str, kind: str, chosen_position: str, strength: int,
            bias: str | None) -> str:  # fmt: skip
     """The gold judgment: per constraint what each response does, the guard's finding, then the verdict line."""
@@ -129,7 +158,9 @@ def _trace(prompt: PolicyPrompt, chosen: str, rejected: str, kind: str, chosen_p
         met = {p: rule_checks([instruction_id], [kwargs], text[p])[0] for p in ("a", "b")}
         said = "both meet it" if all(met.values()) else "neither meets it" if not any(met.values()) else \
             f"Response ({'a' if met['a'] else 'b'}) meets it, Response ({'b' if met['a'] else 'a'}) does not"  # fmt: skip
-        lines.append(f"{criterion_text(instruction_id, kwargs)} {said[0].upper()}{said[1:]}.")
+        lines.append(f"{criterion_text(instruction_id, kwargs)}")
+        lines += [f"({p}) {evidence(instruction_id, text[p])}" for p in ("a", "b")]
+        lines.append(f"{said[0].upper()}{said[1:]}.")
     if kind == "off_topic":
         lines.append(f"Response ({other}) is not about the request.")
     elif kind == "loop":

@@ -19,6 +19,7 @@ from judge_rl.policy.task_pairs import (
     BODIES_PATH,
     PAIR_INSTRUCTION_IDS,
     comply,
+    evidence,
     generate_task_pairs,
     load_bodies,
     violate,
@@ -62,6 +63,18 @@ def test_every_pair_is_what_it_claims(split):
             assert (judgment.winner, judgment.strength) == (item.chosen_position, p.strength)
     assert generate_task_pairs(60, seed=3, split=split, max_constraints=2) == pairs  # deterministic
     assert generate_task_pairs(60, seed=4, split=split, max_constraints=2) != pairs
+
+
+def test_the_gold_trace_quotes_what_decides_each_constraint():
+    assert evidence("detectable_content:postscript", "Body.\n\nP.S. More.") == "last line starts: `P.S. More.`"
+    assert evidence("startend:quotation", '"Hi there, all."') == 'starts: `"Hi ther`, ends: `e, all."`'
+    assert evidence("punctuation:no_comma", "One two three") == "has no comma"
+    assert evidence("punctuation:no_comma", "One, two") == "has a comma: `One, two`"
+    assert evidence("detectable_format:title", "<<T>>\n\nBody") == "starts: `<<T>>\\n\\nBody`"
+    [pair] = generate_task_pairs(1, seed=5, instruction_ids=["startend:end_checker"])
+    trace = pair.traces["a"]
+    assert f"(a) {evidence('startend:end_checker', pair.chosen)}" in trace
+    assert f"(b) {evidence('startend:end_checker', pair.rejected)}" in trace
 
 
 def test_train_and_test_pairs_share_no_task():
