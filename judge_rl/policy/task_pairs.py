@@ -117,29 +117,35 @@ def edited(prompt: PolicyPrompt, body: str, missed: Sequence[int], word: str) ->
     return text
 
 
-EVIDENCE_CHARS = 32  # how much of a response's start or end the trace quotes
+_SENTENCE = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
 
 
 def _quote(s: str) -> str:
-    return "`" + s.replace("\n", "\\n") + "`"
+    return "`" + s + "`"
 
 
 def evidence(instruction_id: str, text: str) -> str:
-    """The part of a response that decides one constraint, quoted: its start (title, case, opening quote), its end
-    (postscript, end phrase, closing quote), or the text around its first comma. A 135M judge decides each
+    """The part of a response that decides one constraint, quoted, cut where text cuts itself (a copy a language
+    model ends without counting): its first sentence or line (title, case), its last line (postscript) or sentence
+    (end phrase),
+    its first and last word (quotes), or the word that carries its first comma. A 135M judge decides each
     constraint by looking at a copy it just wrote, not at the whole response."""
     t = text.strip()
+    lines = [line.strip() for line in t.splitlines() if line.strip()] or [""]
     if instruction_id == "detectable_content:postscript":
-        return f"last line starts: {_quote(t.splitlines()[-1][:EVIDENCE_CHARS] if t else '')}"
+        return f"last line: {_quote(lines[-1])}"
     if instruction_id == "startend:end_checker":
-        return f"ends: {_quote(t[-EVIDENCE_CHARS:])}"
+        sentences = re.findall(r"[^.!?]*[.!?]+[\"']?", lines[-1]) or [lines[-1]]
+        return f"last sentence: {_quote(sentences[-1].strip())}"
     if instruction_id == "startend:quotation":
-        return f"starts: {_quote(t[:8])}, ends: {_quote(t[-8:])}"
+        words = t.split() or [""]
+        return f"first word: {_quote(words[0])}, last word: {_quote(words[-1])}"
     if instruction_id in ("detectable_format:title", "change_case:english_lowercase"):
-        return f"starts: {_quote(t[:EVIDENCE_CHARS])}"
+        first = _SENTENCE.match(t)
+        return f"first sentence: {_quote(first.group(0) if first else '')}"
     if instruction_id == "punctuation:no_comma":
-        at = t.find(",")
-        return "has no comma" if at < 0 else f"has a comma: {_quote(t[max(0, at - 16):at + 8])}"
+        word = next((w for w in t.split() if "," in w), None)
+        return "has no comma" if word is None else f"has a comma: {_quote(word)}"
     raise ValueError(f"no evidence for instruction id {instruction_id!r}; known: {', '.join(PAIR_INSTRUCTION_IDS)}")
 
 

@@ -66,11 +66,14 @@ def test_every_pair_is_what_it_claims(split):
 
 
 def test_the_gold_trace_quotes_what_decides_each_constraint():
-    assert evidence("detectable_content:postscript", "Body.\n\nP.S. More.") == "last line starts: `P.S. More.`"
-    assert evidence("startend:quotation", '"Hi there, all."') == 'starts: `"Hi ther`, ends: `e, all."`'
+    """Evidence cut where text cuts itself (a line, a sentence, a word), so a judge's copy ends without counting."""
+    assert evidence("detectable_content:postscript", "Body.\n\nP.S. More here.") == "last line: `P.S. More here.`"
+    assert evidence("startend:end_checker", "Body. Other.\nIt was fun. Until next time.") == "last sentence: `Until next time.`"
+    assert evidence("startend:quotation", '"Hi there, all."') == 'first word: `"Hi`, last word: `all."`'
     assert evidence("punctuation:no_comma", "One two three") == "has no comma"
-    assert evidence("punctuation:no_comma", "One, two") == "has a comma: `One, two`"
-    assert evidence("detectable_format:title", "<<T>>\n\nBody") == "starts: `<<T>>\\n\\nBody`"
+    assert evidence("punctuation:no_comma", "One two, three") == "has a comma: `two,`"
+    assert evidence("detectable_format:title", "<<T>>\n\nBody. More.") == "first sentence: `<<T>>`"
+    assert evidence("change_case:english_lowercase", "the sun. it set.") == "first sentence: `the sun.`"
     [pair] = generate_task_pairs(1, seed=5, instruction_ids=["startend:end_checker"])
     trace = pair.traces["a"]
     assert f"(a) {evidence('startend:end_checker', pair.chosen)}" in trace
