@@ -22,7 +22,8 @@ from conftest import REPO_ROOT, compose_config
 from test_cli import finish, judge_rl
 
 # sweeps of the policy job (`python -m judge_rl.policy`) are tested with it (tests/policy/test_job.py)
-POLICY_SWEEPS = {"judge_family"}
+# sweeps of the policy job say so in a comment line (tests/policy/ runs them with the policy job)
+POLICY_SWEEPS = {p.stem for p in (REPO_ROOT / "sweeps").glob("*.yaml") if "\n# job: judge_rl.policy" in p.read_text()}
 SWEEPS = sorted(p.stem for p in (REPO_ROOT / "sweeps").glob("*.yaml") if p.stem not in POLICY_SWEEPS)
 # methods that need a judge which already writes the verdict format (the tiny random model never does): they
 # fail in one line, and the report shows them as failed rows (tests/recipes/test_methods.py)
@@ -85,8 +86,8 @@ def test_every_sweep_runs_in_smoke_mode_and_its_report_matches_the_run_dirs(tmp_
             continue
         results = run_point(sweep_dir / str(i), overrides)
         assert results["schema"] == SCHEMA and results["final_stage"] in results["evaluations"]
-        if "rl" in results["training"]:
-            assert results["training"]["rl"]["steps"] == 2
+        if "rl" in results["training"]:  # debug=tiny's 2, unless the point sets its own (an appended group, applied last)
+            assert results["training"]["rl"]["steps"] == compose_config(overrides).trainer.total_steps
     cfg = compose_config([f"+sweeps={name}", "debug=tiny"])
     columns = list(cfg.report.columns or DEFAULT_REPORT_COLUMNS)
     files = write_report([sweep_dir], sweep_dir, columns=columns, paper=cfg.report.paper, chart=cfg.report.chart)

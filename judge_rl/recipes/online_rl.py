@@ -111,4 +111,6 @@ def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
 
     # did RL help? both orders, with the noise of the held-out set
     compare(run, "sft" if "sft" in run.held_out else "base", "rl")
-    return report(run, final="rl", plot="rl" in job.stages)
+    # the judge this run produced: the last stage evaluated (stages=[sft, eval_sft] makes an SFT judge)
+    final = next((s for s in ("rl", "sft", "base") if s in run.results["evaluations"]), "rl")
+    return report(run, final=final, plot="rl" in job.stages)

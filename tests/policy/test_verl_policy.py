@@ -141,7 +141,7 @@ def test_rule_reward_uses_the_sync_rule_adapter_and_verls_naive_manager(tmp_path
 
     assert cfg.reward.custom_reward_function.path == str(REPO_ROOT / "judge_rl" / "policy" / "verl_reward.py")
     assert cfg.reward.custom_reward_function.name == "rule_compute_score"
-    assert OmegaConf.to_container(cfg.reward.custom_reward_function.reward_kwargs) == {"level": "instruction"}
+    assert OmegaConf.to_container(cfg.reward.custom_reward_function.reward_kwargs) == {"level": "instruction", "guard": False}
     assert (cfg.reward.reward_manager.source, cfg.reward.reward_manager.name) == ("register", "naive")
     prompt = read_policy_prompts(files["train"])[0]
     fn = get_custom_reward_fn(cfg)  # verl's own loader, with the reward_kwargs
