@@ -95,7 +95,7 @@ def test_every_sweep_runs_in_smoke_mode_and_its_report_matches_the_run_dirs(tmp_
     check_report_against_run_dirs(sweep_dir, columns)
     table = build_table([sweep_dir], columns)
     # rows are the swept choices, in the sweep's order
-    assert [r.label for r in table.rows] == [" ".join(p) for p in points]
+    assert [r.label for r in table.rows] == [" ".join(o.lstrip("+") for o in p) for p in points]
 
 
 def test_a_real_multirun_writes_its_table_with_the_failed_points_as_rows(tmp_path):

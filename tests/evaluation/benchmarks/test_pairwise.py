@@ -33,6 +33,7 @@ def test_pairwise_wrapper_matches_metrics():
         {"pair_id": "p2", "source": "faireval", "chosen_position": "a", "winner": "a", "parse_error": "", "correct": True},
         {"pair_id": "p2", "source": "faireval", "chosen_position": "b", "winner": "b", "parse_error": "", "correct": True},
     ]
+    recs = [{**r, "longer_position": "a"} for r in recs]  # every metric defined (NaN never equals NaN)
     assert pairwise_benchmark_metrics(recs) == pairwise_metrics(recs)
     out = pairwise_benchmark_metrics(recs, by_source=True)
     assert out["overall"]["accuracy"] == pytest.approx(3 / 4)
