@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from judge_rl.data.pairs import PreferencePair
 from judge_rl.policy.data import BASE_TASKS, END_PHRASES, PolicyPrompt, criterion_text, generate_policy_prompts, tasks_for
-from judge_rl.policy.guard import guard_failure
+from judge_rl.policy.guard import guard_failure, task_keywords
 from judge_rl.policy.rewards.rule import rule_checks
 from judge_rl.prompts.strength import verdict_line
 
@@ -63,7 +63,7 @@ def load_bodies(path: str = str(BODIES_PATH)) -> dict[str, tuple[str, ...]]:
 
 
 def _topic_word(task_id: str, rng: random.Random) -> str:
-    return rng.choice([t for t in BASE_TASKS if t.task_id == task_id][0].keywords)
+    return rng.choice(task_keywords(task_id))
 
 
 def comply(instruction_id: str, kwargs: Mapping[str, Any], text: str, word: str) -> str:
