@@ -117,32 +117,31 @@ def edited(prompt: PolicyPrompt, body: str, missed: Sequence[int], word: str) ->
     return text
 
 
-_SENTENCE = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
-
-
 def _quote(s: str) -> str:
     return "`" + s + "`"
 
 
 def evidence(instruction_id: str, text: str) -> str:
-    """The part of a response that decides one constraint, quoted, cut where text cuts itself (a copy a language
-    model ends without counting): its first sentence or line (title, case), its last line (postscript) or sentence
-    (end phrase),
-    its first and last word (quotes), or the word that carries its first comma. A 135M judge decides each
-    constraint by looking at a copy it just wrote, not at the whole response."""
+    """The part of a response that decides one constraint, quoted, as short as it can be and cut where text cuts
+    itself (a copy a language model ends without counting): the first word of its last line (postscript), its last
+    sentence (end phrase), its first and last character (quotes), its first word (title), its first word with a
+    capital letter (lowercase) or with a comma. A 135M judge decides each constraint by looking at a copy it just
+    wrote, not at the whole response, and a short copy leaves it one token or phrase to compare with the request
+    (whole first sentences and last lines gave per-response findings at chance: 12 of 24, 14 of 24)."""
     t = text.strip()
     lines = [line.strip() for line in t.splitlines() if line.strip()] or [""]
     if instruction_id == "detectable_content:postscript":
-        return f"last line: {_quote(lines[-1])}"
+        return f"last line starts with {_quote((lines[-1].split() or [''])[0])}"
     if instruction_id == "startend:end_checker":
         sentences = re.findall(r"[^.!?]*[.!?]+[\"']?", lines[-1]) or [lines[-1]]
         return f"last sentence: {_quote(sentences[-1].strip())}"
     if instruction_id == "startend:quotation":
-        words = t.split() or [""]
-        return f"first word: {_quote(words[0])}, last word: {_quote(words[-1])}"
-    if instruction_id in ("detectable_format:title", "change_case:english_lowercase"):
-        first = _SENTENCE.match(t)
-        return f"first sentence: {_quote(first.group(0) if first else '')}"
+        return f"first character {_quote(t[:1])}, last character {_quote(t[-1:])}"
+    if instruction_id == "detectable_format:title":
+        return f"first word: {_quote((t.split() or [''])[0])}"
+    if instruction_id == "change_case:english_lowercase":
+        word = next((w for w in t.split() if any(c.isupper() for c in w)), None)
+        return "has no capital letter" if word is None else f"has a capital letter: {_quote(word)}"
     if instruction_id == "punctuation:no_comma":
         word = next((w for w in t.split() if "," in w), None)
         return "has no comma" if word is None else f"has a comma: {_quote(word)}"
@@ -165,7 +164,7 @@ def _trace(prompt: PolicyPrompt, chosen: str, rejected: str, kind: str, chosen_p
         said = "both meet it" if all(met.values()) else "neither meets it" if not any(met.values()) else \
             f"Response ({'a' if met['a'] else 'b'}) meets it, Response ({'b' if met['a'] else 'a'}) does not"  # fmt: skip
         lines.append(f"{criterion_text(instruction_id, kwargs)}")
-        lines += [f"({p}) {evidence(instruction_id, text[p])}" for p in ("a", "b")]
+        lines += [f"({p}) {evidence(instruction_id, text[p])} -> {'yes' if met[p] else 'no'}" for p in ("a", "b")]
         lines.append(f"{said[0].upper()}{said[1:]}.")
     if kind == "off_topic":
         lines.append(f"Response ({other}) is not about the request.")

@@ -66,18 +66,21 @@ def test_every_pair_is_what_it_claims(split):
 
 
 def test_the_gold_trace_quotes_what_decides_each_constraint():
-    """Evidence cut where text cuts itself (a line, a sentence, a word), so a judge's copy ends without counting."""
-    assert evidence("detectable_content:postscript", "Body.\n\nP.S. More here.") == "last line: `P.S. More here.`"
+    """Evidence is the shortest copy that decides a constraint (a word, a character, a sentence), cut where text cuts
+    itself, so a judge's copy ends without counting."""
+    assert evidence("detectable_content:postscript", "Body.\n\nP.S. More here.") == "last line starts with `P.S.`"
     assert evidence("startend:end_checker", "Body. Other.\nIt was fun. Until next time.") == "last sentence: `Until next time.`"
-    assert evidence("startend:quotation", '"Hi there, all."') == 'first word: `"Hi`, last word: `all."`'
+    assert evidence("startend:quotation", '"Hi there, all."') == 'first character `"`, last character `"`'
     assert evidence("punctuation:no_comma", "One two three") == "has no comma"
     assert evidence("punctuation:no_comma", "One two, three") == "has a comma: `two,`"
-    assert evidence("detectable_format:title", "<<T>>\n\nBody. More.") == "first sentence: `<<T>>`"
-    assert evidence("change_case:english_lowercase", "the sun. it set.") == "first sentence: `the sun.`"
+    assert evidence("detectable_format:title", "<<T>>\n\nBody. More.") == "first word: `<<T>>`"
+    assert evidence("change_case:english_lowercase", "the sun. it Set.") == "has a capital letter: `Set.`"
+    assert evidence("change_case:english_lowercase", "the sun. it set.") == "has no capital letter"
     [pair] = generate_task_pairs(1, seed=5, instruction_ids=["startend:end_checker"])
     trace = pair.traces["a"]
-    assert f"(a) {evidence('startend:end_checker', pair.chosen)}" in trace
-    assert f"(b) {evidence('startend:end_checker', pair.rejected)}" in trace
+    # each quote is followed by its own finding, so the decision sits right after the copy it reads
+    assert f"(a) {evidence('startend:end_checker', pair.chosen)} -> yes\n" in trace
+    assert f"(b) {evidence('startend:end_checker', pair.rejected)} -> no\n" in trace
 
 
 def test_train_and_test_pairs_share_no_task():
