@@ -6,8 +6,10 @@ settings, with the machine's raw forward/decode rates measured alongside.
     python scripts/bench_grpo_step.py --steps 3 --warmup 1 --only judge_rl    # one side only
     python scripts/bench_grpo_step.py --steps 1 --warmup 0                    # quickest end-to-end check
     python scripts/bench_grpo_step.py --rollout-engines hf                    # judge_rl's own sampler only
+    python scripts/bench_grpo_step.py --device cuda                           # one CUDA GPU (fp32, both sides)
 
-Workload (the same on both sides): the embedded judge (SmolLM2-135M, `ModelConfig()` defaults, fp32, CPU), its
+Workload (the same on both sides): the embedded judge (SmolLM2-135M, `ModelConfig()` defaults, fp32, on `--device`:
+cpu by default, or cuda, where TRL runs with use_cpu=False and every timer synchronizes the GPU first), its
 tokenizer and chat template (eos <|im_end|>, pad <|endoftext|>, as judge_rl sets them); the strength reward's
 judge prompt on synthetic train pairs, the prompts of step k drawn as `train_local` draws them (`step_items`);
 `--n` samples per prompt at `--temperature`, top_p 1, at most `--max-new-tokens` new tokens; the reward is
@@ -73,8 +75,23 @@ from judge_rl.backends.local.backend import LocalBackend  # noqa: E402
 from judge_rl.backends.local.loop import step_items  # noqa: E402
 
 REWARD = "strength"
-CPU = torch.device("cpu")
 SPLIT_KEYS = ("timing_s/gen", "timing_s/update_weights", "timing_s/ref", "timing_s/old_log_prob", "timing_s/update_actor")
+
+
+def sync(device: torch.device) -> None:
+    """Wait for the GPU's queued work before a timer reads the clock (CUDA launches return at once); a no-op on CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def cuda_peak_mb(device: torch.device, reset: bool = False) -> float | None:
+    """The CUDA allocator's peak since the last reset, in MiB (None on CPU); `reset` starts a new window."""
+    if device.type != "cuda":
+        return None
+    if reset:
+        torch.cuda.reset_peak_memory_stats(device)
+        return None
+    return torch.cuda.max_memory_allocated(device) / 2**20
 
 
 def system_busy_seconds() -> float:
@@ -115,12 +132,14 @@ def tiled(ids: list[int], length: int) -> list[int]:
 @torch.no_grad()
 def prefill_rate(model, ids: list[int], repeats: int = 3) -> float:
     """Tokens/s of one unpadded no-grad forward (no mask: SDPA's causal kernel), last position's logits only."""
-    x = torch.tensor([ids])
+    x = torch.tensor([ids], device=model.device)
     model(input_ids=x, use_cache=False, logits_to_keep=1)  # warm-up
     times = []
     for _ in range(repeats):
+        sync(model.device)
         t = time.perf_counter()
         model(input_ids=x, use_cache=False, logits_to_keep=1)
+        sync(model.device)
         times.append(time.perf_counter() - t)
     return len(ids) / min(times)  # a limit: the best of the repeats
 
@@ -129,12 +148,14 @@ def prefill_rate(model, ids: list[int], repeats: int = 3) -> float:
 def forward_rate(model, ids: list[int], rows: int, width: int, response: int, repeats: int = 3) -> float:
     """Tokens/s of a no-grad forward over `rows` x `width` tokens with logits for the last `response` + 1
     positions: a reference (or old) log-prob pass over one micro-batch."""
-    x = torch.tensor([tiled(ids, width)] * rows)
+    x = torch.tensor([tiled(ids, width)] * rows, device=model.device)
     model(input_ids=x, use_cache=False, logits_to_keep=response + 1)  # warm-up
     times = []
     for _ in range(repeats):
+        sync(model.device)
         t = time.perf_counter()
         model(input_ids=x, use_cache=False, logits_to_keep=response + 1)
+        sync(model.device)
         times.append(time.perf_counter() - t)
     return rows * width / min(times)
 
@@ -142,14 +163,16 @@ def forward_rate(model, ids: list[int], rows: int, width: int, response: int, re
 def fwd_bwd_rate(model, ids: list[int], rows: int, width: int, response: int, repeats: int = 3) -> float:
     """Tokens/s of forward + backward over `rows` x `width` tokens, the log-prob of the last `response` tokens
     (logits kept for those positions only, as judge_rl's `response_log_probs` does)."""
-    x = torch.tensor([tiled(ids, width)] * rows)
+    x = torch.tensor([tiled(ids, width)] * rows, device=model.device)
     target = x[:, -response:]
 
     def once() -> float:
+        sync(model.device)
         t = time.perf_counter()
         logits = model(input_ids=x, use_cache=False, logits_to_keep=response + 1).logits[:, :response].float()
         logp = torch.log_softmax(logits, -1).gather(-1, target[..., None]).mean()
         logp.backward()
+        sync(model.device)
         s = time.perf_counter() - t
         model.zero_grad(set_to_none=True)
         return s
@@ -166,16 +189,18 @@ def fwd_bwd_rate(model, ids: list[int], rows: int, width: int, response: int, re
 def decode_rate(model, ids: list[int], batch: int, steps: int) -> dict[str, float]:
     """Decode steps/s of a bare greedy KV-cache loop: `batch` copies of one prompt prefilled together, then
     `steps` one-token forwards over the batch (attention mask passed, as padded generation does), no stopping."""
-    x = torch.tensor([ids] * batch)
+    x = torch.tensor([ids] * batch, device=model.device)
     mask = torch.ones_like(x)
     out = model(input_ids=x, attention_mask=mask, use_cache=True)
     past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
     times = []
     for _ in range(steps):
+        sync(model.device)
         t = time.perf_counter()
-        mask = torch.cat([mask, torch.ones((batch, 1), dtype=mask.dtype)], dim=1)
+        mask = torch.cat([mask, torch.ones((batch, 1), dtype=mask.dtype, device=mask.device)], dim=1)
         out = model(input_ids=nxt, attention_mask=mask, past_key_values=past, use_cache=True)
         past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+        sync(model.device)
         times.append(time.perf_counter() - t)
     step_s = median(times)  # robust to a few steps slowed by other processes
     return {"steps_per_s": 1 / step_s, "tokens_per_s": batch / step_s, "batch": batch, "steps": steps,
@@ -183,7 +208,7 @@ def decode_rate(model, ids: list[int], batch: int, steps: int) -> dict[str, floa
 
 
 def raw_limits(args, cfg: ModelConfig, prompt_ids: list[int]) -> dict[str, object]:
-    model = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
+    model = load_model(cfg, args.cache_dir, torch.device(args.device), seed=args.seed)
     batch = args.prompts * args.n
     micro = min(args.micro_batch, batch)
     width = len(prompt_ids) + args.max_new_tokens
@@ -231,8 +256,10 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
         temperature=args.temperature,
         top_p=1.0,
     )
-    policy = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
-    reference = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
+    device = torch.device(args.device)
+    cuda_peak_mb(device, reset=True)
+    policy = load_model(cfg, args.cache_dir, device, seed=args.seed)
+    reference = load_model(cfg, args.cache_dir, device, seed=args.seed)
     engine = LocalBackend(policy, reference, tokenizer, algo, trainer, prompt.messages, score_fn)
     if rollout_engine != "hf":
         t = time.perf_counter()
@@ -241,8 +268,10 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
     steps = []
     for step in range(1, args.warmup + args.steps + 1):
         torch.manual_seed(args.seed * 1_000_003 + step)  # as train_local seeds each step
+        sync(device)
         usage = Usage()
         m = engine.step(step_items(items, step, args.prompts, args.seed))
+        sync(device)
         u = usage.done()
         wall = u["seconds"]
         batch = args.prompts * args.n
@@ -267,9 +296,14 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
               f"max {rec['max_completion_length']:.0f})  cores busy: this {rec['cores_self']:.1f}, "
               f"others {rec['cores_others']:.1f}", flush=True)
     engine.close()
+    peak = cuda_peak_mb(device)
     del engine, policy, reference
     gc.collect()
-    return summarize(steps)
+    out = summarize(steps)
+    if peak is not None:
+        out["cuda_peak_mb"] = peak  # policy, reference, optimizer and activations, this side alone
+        print(f"judge_rl/{rollout_engine}: CUDA peak allocated {peak:.0f} MiB", flush=True)
+    return out
 
 
 # -- TRL --------------------------------------------------------------------------------------------
@@ -330,8 +364,12 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
     # (GQA-aware SDPA on CPU, generation_config eos/pad set); "stock": transformers' own loading of the same
     # converted safetensors directory (stock SDPA): TRL out of the box. TRL builds its reference model itself
     # from model.config._name_or_path (that directory) with the policy's attention implementation.
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    cuda_peak_mb(device, reset=True)
     if args.trl_attention == "judge_rl":
-        model = load_model(cfg, args.cache_dir, CPU, seed=args.seed)
+        model = load_model(cfg, args.cache_dir, device, seed=args.seed)
     else:
         model = AutoModelForCausalLM.from_pretrained(converted_gguf_dir(cfg, args.cache_dir), dtype=torch.float32)
 
@@ -392,7 +430,7 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
         adam_beta2=0.999,
         adam_epsilon=1e-8,
         # -- precision and device ----------------------------------------------------------------------------
-        use_cpu=True,
+        use_cpu=device.type == "cpu",  # cuda: the Trainer puts the model (and TRL its reference) on the GPU
         bf16=False,  # TRL's default would be True
         fp16=False,
         gradient_checkpointing=False,  # TRL's default would be True; judge_rl does not checkpoint
@@ -413,9 +451,11 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
             self.steps: list[dict[str, float]] = []
 
         def on_step_begin(self, args, state, control, **kwargs):
+            sync(device)
             self.usage = Usage()
 
         def on_step_end(self, args, state, control, **kwargs):
+            sync(device)
             self.steps.append(self.usage.done())
 
     timer = StepTimer()
@@ -500,9 +540,13 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
               f"tokens {rec['generated_tokens']:.0f} (mean len {rec['mean_completion_length']:.1f}, "
               f"max {rec['max_completion_length']:.0f})  cores busy: this {rec['cores_self']:.1f}, "
               f"others {rec['cores_others']:.1f}", flush=True)
+    peak = cuda_peak_mb(device)
     del trainer, model
     gc.collect()
     out = summarize(steps)
+    if peak is not None:
+        out["cuda_peak_mb"] = peak  # policy, TRL's reference, optimizer and activations, this side alone
+        print(f"trl: CUDA peak allocated {peak:.0f} MiB", flush=True)
     out["prompt_ids_identical"] = same_ids
     out["generations_per_step"] = len(gens) / max(1, len(timer.steps))
     return out
@@ -540,11 +584,15 @@ def main() -> None:
     ap.add_argument("--raw-decode-steps", type=int, default=None, help="decode steps timed (default: max-new-tokens)")
     ap.add_argument("--skip-raw", action="store_true", help="skip the raw forward/decode rates")
     ap.add_argument("--cache-dir", default=os.environ.get("JUDGE_RL_CACHE", "~/.cache/judge_rl"))
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where both sides run (cuda: one GPU, fp32 as on CPU; TRL with use_cpu=False)")
     args = ap.parse_args()
     if args.n < 2:
         ap.error("--n must be >= 2 (GRPO needs a group; TRL refuses fewer)")
     if args.steps < 1 or args.warmup < 0:
         ap.error("--steps >= 1, --warmup >= 0")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device is visible")
     if args.threads:
         torch.set_num_threads(args.threads)
     os.environ.setdefault("JUDGE_RL_ROOT", str(REPO))
@@ -558,7 +606,8 @@ def main() -> None:
     step1 = [encode_chat(tokenizer, prompt.messages(it)) for it in step_items(items, 1, args.prompts, args.seed)]
     prompt_mean = sum(map(len, step1)) / len(step1)
     batch = args.prompts * args.n
-    print(f"model {cfg.name} fp32 CPU, {torch.get_num_threads()} threads; {args.prompts} prompts x n {args.n} = "
+    where = "CPU" if args.device == "cpu" else f"CUDA ({torch.cuda.get_device_name()})"
+    print(f"model {cfg.name} fp32 {where}, {torch.get_num_threads()} threads; {args.prompts} prompts x n {args.n} = "
           f"{batch} sequences a step, max_new_tokens {args.max_new_tokens}, micro-batch "
           f"{min(args.micro_batch, batch)}, temperature {args.temperature}, top_p 1, lr {args.lr}, beta {args.beta}; "
           f"{args.warmup} warm-up + {args.steps} measured steps; step-1 prompt tokens mean {prompt_mean:.0f}",

@@ -1,6 +1,7 @@
 """scripts/gpu_kit: the kit's parts round-trip (split, stage, verify, join, extract, install), a damaged or missing
 part fails with one line naming it, the wheel selection leaves the machine's torch stack out, and the manifest's
-commands carry every part once within the payload limit. CPU only, no network: wheels are made here."""
+commands carry every part once within the payload limit; compare_verdicts.py's agreement and missing items. CPU
+only, no network: wheels are made here."""
 
 from __future__ import annotations
 
@@ -256,3 +257,58 @@ def test_extract_refuses_paths_outside_the_destination(tmp_path):
     with pytest.raises(Exception):
         install.extract(archive, tmp_path / "dest")
     assert not (tmp_path / "escaped").exists()
+
+
+# -- compare_verdicts.py: the CPU-vs-GPU verdict agreement of first_numbers.sh --------------------------------------
+compare_verdicts = load("compare_verdicts")
+
+
+def write_judgments(path: Path, rows: list[tuple[str, str | None, str]]) -> Path:
+    """Judgments JSONL as the harness writes them: item_id, winner (None: unparsed), chosen_position, correct."""
+    with open(path, "w") as f:
+        for item_id, winner, chosen in rows:
+            f.write(json.dumps({"item_id": item_id, "winner": winner, "chosen_position": chosen,
+                                "correct": winner == chosen}) + "\n")
+    return path
+
+
+def test_compare_verdicts_agreement_accuracy_and_missing_items(tmp_path):
+    a = write_judgments(tmp_path / "cpu.jsonl", [("p0:a", "a", "a"), ("p0:b", "b", "b"), ("p1:a", "a", "b"),
+                                                 ("p1:b", None, "a"), ("p2:a", "a", "a")])
+    b = write_judgments(tmp_path / "gpu.jsonl", [("p0:a", "a", "a"), ("p0:b", "a", "b"), ("p1:a", "a", "b"),
+                                                 ("p1:b", None, "a"), ("p3:a", "b", "a")])
+    r = compare_verdicts.compare_files(a, b)
+    assert (r["n_a"], r["n_b"], r["n_common"]) == (5, 5, 4)
+    assert r["agreement"] == 3 / 4  # p0:b differs; both unparsed on p1:b counts as the same verdict
+    assert (r["n_parsed_both"], r["agreement_parsed"]) == (3, 2 / 3)
+    assert (r["accuracy_a"], r["accuracy_b"]) == (2 / 4, 1 / 4)
+    assert (r["only_a"], r["only_b"], r["disagreements"]) == (["p2:a"], ["p3:a"], ["p0:b"])
+    text = compare_verdicts.format_report(r, "cpu", "gpu")
+    assert "missing: 1 item_id(s) only in cpu: p2:a" in text and "only in gpu: p3:a" in text
+
+
+def test_compare_verdicts_last_record_wins_and_accuracy_without_correct(tmp_path):
+    a = tmp_path / "a.jsonl"
+    a.write_text("\n".join(json.dumps(r) for r in [
+        {"item_id": "x:a", "winner": "b", "chosen_position": "a"},  # superseded by the resumed run's record below
+        {"item_id": "x:a", "winner": "a", "chosen_position": "a"},
+        {"item_id": "x:b", "winner": "a", "chosen_position": "b"},
+    ]) + "\n{\"item_id\": \"cut")  # a line cut short by a killed run is skipped
+    b = write_judgments(tmp_path / "b.jsonl", [("x:a", "a", "a"), ("x:b", "b", "b")])
+    r = compare_verdicts.compare_files(a, b)
+    assert (r["n_a"], r["agreement"], r["accuracy_a"], r["accuracy_b"]) == (2, 0.5, 0.5, 1.0)
+
+
+def test_compare_verdicts_cli(tmp_path):
+    a = write_judgments(tmp_path / "a.jsonl", [("p0:a", "a", "a"), ("p0:b", "b", "b")])
+    b = write_judgments(tmp_path / "b.jsonl", [("p0:a", "a", "a")])
+    script = str(KIT / "compare_verdicts.py")
+    done = subprocess.run([sys.executable, script, str(a), str(b), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout)
+    assert (r["agreement"], r["only_a"]) == (1.0, ["p0:b"])
+    done = subprocess.run([sys.executable, script, str(a), str(tmp_path / "none.jsonl")], capture_output=True, text=True)
+    assert done.returncode == 2 and "no file" in done.stderr
+    other = write_judgments(tmp_path / "other.jsonl", [("q0:a", "a", "a")])
+    done = subprocess.run([sys.executable, script, str(a), str(other)], capture_output=True, text=True)
+    assert done.returncode == 2 and "share no item_id" in done.stderr and "only in A: p0:a, p0:b" in done.stdout

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Issue 26's first GPU numbers in one device `run` call, once the GPU kit is installed (scripts/gpu_kit/README.md):
+#
+#   bash scripts/gpu_kit/first_numbers.sh                                   # GPU: ~7-8 min, run(timeout_s=600)
+#   FIRST_NUMBERS_DEVICE=cpu FIRST_NUMBERS_TINY=1 bash scripts/gpu_kit/first_numbers.sh   # wiring check on a CPU
+#
+# Steps, in this order (a failing step is recorded and the next one runs):
+#   env            nvidia-smi, date, versions (torch, CUDA, transformers, trl)
+#   prep           the embedded model's GGUF -> safetensors conversion (cached; kept out of the main jobs' times)
+#   main_fp32      the default main job (`python -m judge_rl`, logger=none) on cluster.device=cuda, fp32
+#   eval_hf        `python -m judge_rl.eval server=hf` on LLMBar-Natural (100 pairs, both orders): pairs/s
+#   bench_2x4x64   scripts/bench_grpo_step.py --device cuda: judge_rl's local step vs TRL's GRPOTrainer
+#   bench_8x8x128  the same at 8 prompts x 8 samples x 128 new tokens
+#   main_bf16      the default main job again with model.dtype=bfloat16
+# Both main jobs pin trainer.rollout_engine=hf eval.server=hf: on the GPU (no vLLM) that is what `auto` resolves to
+# (judge_rl/rollouts/samplers.py, judge_rl/recipes/stages.py: auto is hf on any non-CPU device), and the CPU
+# reference run pins the same, so both sides judge with the same engine.
+#
+# Time: each step runs under `timeout` (SIGTERM, then SIGKILL 20 s later; judge_rl exits 143 and saves what it
+# has), capped by its own budget and by a deadline FIRST_NUMBERS_BUDGET_S (default 480 s) after the start; a step
+# with under 30 s left is skipped. Estimates for an H100 (not measured yet): a main job ~2-2.5 min (SFT 16 steps,
+# 2 x 128 held-out and benchmark judgments, 10 RL steps, live curve; HF generate on a 30-layer 135M model is
+# launch-bound at ~10-20 ms per token, so the GPU gains far less over the 2-core CPU's ~13 min than the FLOPs
+# suggest), eval_hf ~1 min, each bench ~1 min, prep ~30 s. main_bf16 runs last and gets what is left.
+#
+# Outputs ($OUT, the device tool's folder that comes back: at most 8 files, so everything else is in one tarball):
+#   summary.txt, summary.json     the compact summary (also printed at the end), rewritten after every step
+#   first_numbers.tar.gz          keep/: every log, judgments of every run (keep/runs/<step>/<stage>.jsonl), each
+#                                 run's results/summary/status JSON, nvidia-smi samples, peaks, steps.tsv, env.txt
+#   main_fp32.log eval_hf.log bench_2x4x64.log bench_8x8x128.log main_bf16.log   each step's full output, streamed
+#
+# Environment:
+#   FIRST_NUMBERS_DEVICE   cuda (default) | cpu
+#   FIRST_NUMBERS_TINY     1: the tiny random judge (debug=tiny), 1-2 steps, a few pairs: checks the wiring in minutes
+#   FIRST_NUMBERS_BUDGET_S the deadline for all steps, seconds from the start (default 480)
+#   FIRST_NUMBERS_ONLY     comma list of steps to run (e.g. main_bf16,bench_8x8x128 for a rerun); env and prep always
+#   FIRST_NUMBERS_CPU_REF  a collected CPU reference run (first_numbers_report.py collect), default
+#                          gpu_kit_out/cpu_ref: its verdicts are compared with the GPU runs' in the summary
+#   FIRST_NUMBERS_DATA     where a carried llmbar/natural.json is (default gpu_kit_out/data): the device machine has
+#                          no ../shared beside the repo
+#   FIRST_NUMBERS_WORK     scratch folder (default /tmp/first_numbers); OUT defaults to $FIRST_NUMBERS_WORK/out
+#   FIRST_NUMBERS_ENV      the kit's environment file (default /tmp/gpu_kit/env.sh; required on cuda)
+#   FIRST_NUMBERS_PYTHON   the interpreter (default python3; .venv/bin/python where the kit is not installed)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+
+DEVICE=${FIRST_NUMBERS_DEVICE:-cuda}
+TINY=${FIRST_NUMBERS_TINY:-0}
+BUDGET=${FIRST_NUMBERS_BUDGET_S:-480}
+ONLY=${FIRST_NUMBERS_ONLY:-}
+WORK=${FIRST_NUMBERS_WORK:-/tmp/first_numbers}
+OUT=${OUT:-$WORK/out}
+KIT_ENV=${FIRST_NUMBERS_ENV:-/tmp/gpu_kit/env.sh}
+DATA=${FIRST_NUMBERS_DATA:-gpu_kit_out/data}
+CPU_REF=${FIRST_NUMBERS_CPU_REF:-gpu_kit_out/cpu_ref}
+RESERVE=15     # seconds kept after the last step for the summary and the tarball
+MIN_STEP=30    # a step with less time than this left is skipped
+
+case "$DEVICE" in cuda | cpu) ;; *) echo "FIRST_NUMBERS_DEVICE=$DEVICE: cuda or cpu" >&2; exit 2 ;; esac
+command -v timeout >/dev/null || { echo "first_numbers: no 'timeout' (coreutils) on this machine" >&2; exit 2; }
+
+if [ -f "$KIT_ENV" ]; then
+  # shellcheck disable=SC1090
+  source "$KIT_ENV"   # PYTHONPATH=<kit site-packages>:$PWD, HF_HUB_OFFLINE=1 (run from the repo root)
+  PY=${FIRST_NUMBERS_PYTHON:-python3}
+elif [ "$DEVICE" = cuda ]; then
+  echo "first_numbers: $KIT_ENV is missing: install the GPU kit first (scripts/gpu_kit/README.md), in the same warm machine" >&2
+  exit 2
+else
+  PY=${FIRST_NUMBERS_PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
+fi
+
+START=$(date +%s)
+DEADLINE=$((START + BUDGET))
+KEEP=$WORK/keep
+mkdir -p "$OUT" "$WORK"
+rm -rf "$KEEP" "$WORK/runs"
+mkdir -p "$KEEP"/{logs,peak,nvsmi,runs} "$WORK/runs"
+printf '' >"$KEEP/steps.tsv"
+if [ "$TINY" = 1 ]; then
+  # the tiny runs share this machine's cache (the bench's embedded model is converted once)
+  CACHE=${JUDGE_RL_CACHE:-$HOME/.cache/judge_rl}
+else
+  CACHE=$WORK/cache
+  rm -rf "$CACHE/sft"   # every invocation trains its SFT inits afresh (a rerun times the same work); conversions stay
+fi
+export JUDGE_RL_CACHE=$CACHE PYTHONUNBUFFERED=1 HYDRA_FULL_ERROR=1 TOKENIZERS_PARALLELISM=false
+export JUDGE_RL_ROOT=$REPO
+
+# -- the benchmark file: ../shared does not travel to the device machine; a carried copy does --------------------
+BENCH_FILE=$REPO/../shared/data/llmbar/natural.json
+BENCH_NOTE=""
+if [ ! -f "$BENCH_FILE" ] && [ -f "$DATA/llmbar/natural.json" ]; then
+  # the main job reads conf/benchmark/llmbar_natural.yaml's path (../shared/...); put the carried copy there
+  if mkdir -p "$REPO/../shared/data/llmbar" 2>/dev/null && cp "$DATA/llmbar/natural.json" "$BENCH_FILE" 2>/dev/null; then
+    BENCH_NOTE="llmbar natural.json copied from $DATA to ../shared/data/llmbar"
+  else
+    BENCH_FILE=$(realpath "$DATA/llmbar/natural.json")
+    BENCH_NOTE="../shared not writable: the main jobs skip llmbar_natural; eval_hf reads $BENCH_FILE"
+  fi
+fi
+[ -f "$BENCH_FILE" ] || BENCH_NOTE="no llmbar natural.json (here or in $DATA/llmbar): main jobs skip it, eval_hf is skipped"
+
+# -- helpers ---------------------------------------------------------------------------------------------------------
+SMI_PID=""
+stop_smi() {
+  if [ -n "$SMI_PID" ]; then
+    kill "$SMI_PID" 2>/dev/null || true
+    wait "$SMI_PID" 2>/dev/null || true
+    SMI_PID=""
+  fi
+}
+
+pack() {  # summary + tarball into $OUT (after every step, so a run killed at its limit still returns them)
+  "$PY" scripts/gpu_kit/first_numbers_report.py report "$WORK" --cpu-ref "$CPU_REF" >/dev/null 2>"$KEEP/report.err" \
+    || echo "first_numbers: report failed (keep/report.err)"
+  cp "$KEEP/summary.txt" "$KEEP/summary.json" "$OUT/" 2>/dev/null || true
+  { tar czf "$OUT/first_numbers.tar.gz.tmp" -C "$WORK" keep && mv "$OUT/first_numbers.tar.gz.tmp" "$OUT/first_numbers.tar.gz"; } \
+    || echo "first_numbers: the tarball could not be written"
+}
+trap 'stop_smi; pack >/dev/null 2>&1 || true' EXIT
+
+selected() {  # name: is this step in FIRST_NUMBERS_ONLY (or is the list empty)?
+  [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]
+}
+
+# run_step NAME CAP_S TO_OUT(0|1) RUN_DIR(or -) CMD...: a guarded command, its output teed into keep/logs/NAME.log
+# (and $OUT/NAME.log when TO_OUT=1), nvidia-smi sampled meanwhile; rc/start/end/timeout appended to keep/steps.tsv.
+run_step() {
+  local name=$1 cap=$2 to_out=$3 run_dir=$4 now left t rc start end note=""
+  shift 4
+  now=$(date +%s)
+  left=$((DEADLINE - now - RESERVE))
+  t=$((cap < left ? cap : left))
+  if ((t < MIN_STEP)); then
+    printf '%s\tskipped\t%s\t%s\t0\tdeadline: %ss left\n' "$name" "$now" "$now" "$left" >>"$KEEP/steps.tsv"
+    echo "== $name: skipped ($left s left before the deadline)"
+    return 0
+  fi
+  local logs=("$KEEP/logs/$name.log")
+  if [ "$to_out" = 1 ]; then logs+=("$OUT/$name.log"); fi
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,memory.used,memory.total,utilization.gpu --format=csv,noheader,nounits -l 1 \
+      >"$KEEP/nvsmi/$name.csv" 2>/dev/null &
+    SMI_PID=$!
+  fi
+  start=$(date +%s.%N)
+  { echo "== $name: $(date -Is), timeout ${t}s"; printf '%q ' "$@"; echo; } | tee "${logs[@]}"
+  rc=0
+  timeout -k 20 "$t" "$@" 2>&1 | tee -a "${logs[@]}" || rc=$?
+  end=$(date +%s.%N)
+  stop_smi
+  if [ "$rc" = 124 ]; then note="timed out after ${t}s"; fi
+  if [ "$rc" = 137 ]; then note="killed after ${t}s + 20s"; fi
+  echo "== $name: rc $rc, $(date -Is) $note" | tee -a "${logs[@]}"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$start" "$end" "$t" "$note" >>"$KEEP/steps.tsv"
+  if [ "$run_dir" != - ] && [ -d "$run_dir" ]; then
+    "$PY" scripts/gpu_kit/first_numbers_report.py collect "$run_dir" "$KEEP/runs/$name" >/dev/null || true
+  fi
+  pack
+}
+
+# -- env -------------------------------------------------------------------------------------------------------------
+{
+  echo "mode: device=$DEVICE tiny=$TINY budget=${BUDGET}s only=${ONLY:-all} python=$PY cache=$CACHE"
+  echo "date: $(date -Is)"
+  echo "bench file: $BENCH_FILE ${BENCH_NOTE:+($BENCH_NOTE)}"
+  echo "cpu reference: $CPU_REF $([ -d "$CPU_REF" ] && echo present || echo absent)"
+  if command -v nvidia-smi >/dev/null; then
+    echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
+    nvidia-smi 2>&1 || true
+  else
+    echo "gpu: none (no nvidia-smi)"
+  fi
+  "$PY" -c "
+import sys, torch, transformers, trl, judge_rl
+cuda = torch.cuda.is_available()
+print(f'python: {sys.version.split()[0]} {sys.executable}')
+print(f'torch: {torch.__version__} cuda {torch.version.cuda} available {cuda}'
+      + (f' {torch.cuda.get_device_name()}' if cuda else '') + f'; transformers {transformers.__version__}; '
+      f'trl {trl.__version__}; judge_rl {judge_rl.__file__}; threads {torch.get_num_threads()}')
+" 2>&1 || echo "torch: the version probe failed"
+  echo "cpus: $(nproc)"
+} >"$KEEP/env.txt" 2>&1
+cat "$KEEP/env.txt"
+
+# -- prep: the embedded model's safetensors copy (the bench and the main jobs load it) --------------------------------
+PREP_PY='
+import sys, time
+from judge_rl.config import ModelConfig
+from judge_rl.config.paths import load_group_file
+from judge_rl.models.loading import converted_gguf_dir, tokenizer_dir
+cache = sys.argv[1]
+for name in ("smollm2-135m", "tiny-random"):
+    cfg = load_group_file("model", name, ModelConfig, "model")
+    t = time.perf_counter()
+    path = converted_gguf_dir(cfg, cache) if cfg.source == "gguf_package" else tokenizer_dir(cfg, cache)
+    print(f"{name}: {path} ({time.perf_counter() - t:.1f} s)")
+'
+run_step prep 120 0 - "$PY" -c "$PREP_PY" "$CACHE"
+
+# -- the commands ------------------------------------------------------------------------------------------------------
+MAIN_ARGS=(logger=none "cluster.device=$DEVICE" trainer.rollout_engine=hf eval.server=hf)
+EVAL_ARGS=(server=hf "server.device=$DEVICE" benchmark=llmbar_natural "benchmark.path=$BENCH_FILE" logger=none)
+BENCH_ARGS=(--device "$DEVICE" --rollout-engines hf)
+BENCH_SMALL=(--prompts 2 --n 4 --max-new-tokens 64 --steps 3 --warmup 1)
+BENCH_LARGE=(--prompts 8 --n 8 --max-new-tokens 128 --steps 2 --warmup 1)
+CAP_MAIN=210 CAP_EVAL=100 CAP_BENCH_SMALL=100 CAP_BENCH_LARGE=130
+if [ "$TINY" = 1 ]; then
+  # the same commands at toy scale; the benchmark is kept (2 rows) so its path is exercised
+  MAIN_ARGS+=(debug=tiny "eval.benchmarks=[llmbar_natural]" eval.benchmark_limit=2)
+  EVAL_ARGS+=(model=tiny-random benchmark.limit=4 server.max_new_tokens=8)
+  # the bench has no tiny model (TRL builds its reference from the model's directory): the embedded one, minimal
+  BENCH_SMALL=(--prompts 2 --n 2 --max-new-tokens 4 --steps 1 --warmup 0 --micro-batch 2 --raw-prompt-tokens 32
+    --raw-decode-steps 2)
+  BENCH_LARGE=(--prompts 2 --n 2 --max-new-tokens 6 --steps 1 --warmup 0 --micro-batch 4 --skip-raw)
+fi
+
+main_job() {  # name dtype
+  local dir=$WORK/runs/$1
+  rm -rf "$dir"
+  run_step "$1" "$CAP_MAIN" 1 "$dir" "$PY" scripts/gpu_kit/cuda_peak.py "$KEEP/peak/$1.json" -m judge_rl \
+    "${MAIN_ARGS[@]}" "model.dtype=$2" "run_dir=$dir" "hydra.run.dir=$dir"
+}
+
+if selected main_fp32; then main_job main_fp32 float32; fi
+if selected eval_hf; then
+  if [ -f "$BENCH_FILE" ]; then
+    dir=$WORK/runs/eval_hf
+    rm -rf "$dir"
+    run_step eval_hf "$CAP_EVAL" 1 "$dir" "$PY" scripts/gpu_kit/cuda_peak.py "$KEEP/peak/eval_hf.json" -m judge_rl.eval \
+      "${EVAL_ARGS[@]}" "run_dir=$dir" "hydra.run.dir=$dir"
+  else
+    printf 'eval_hf\tskipped\t%s\t%s\t0\tno llmbar natural.json\n' "$(date +%s)" "$(date +%s)" >>"$KEEP/steps.tsv"
+  fi
+fi
+if selected bench_2x4x64; then
+  run_step bench_2x4x64 "$CAP_BENCH_SMALL" 1 - "$PY" scripts/bench_grpo_step.py "${BENCH_ARGS[@]}" "${BENCH_SMALL[@]}"
+fi
+if selected bench_8x8x128; then
+  run_step bench_8x8x128 "$CAP_BENCH_LARGE" 1 - "$PY" scripts/bench_grpo_step.py "${BENCH_ARGS[@]}" "${BENCH_LARGE[@]}"
+fi
+if selected main_bf16; then main_job main_bf16 bfloat16; fi
+
+trap - EXIT
+pack
+echo
+cat "$KEEP/summary.txt"
+echo "total $(($(date +%s) - START)) s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
