@@ -65,6 +65,14 @@ def make_kit(tmp_path: Path, part_bytes: int, wheels: list[Path]) -> tuple[Path,
     return out, manifest
 
 
+def copy_parts(out: Path, manifest: dict, staging: Path) -> Path:
+    """Every part of the kit in out/ copied into a new `staging` folder, as the run calls leave them there."""
+    staging.mkdir()
+    for p in manifest["parts"]:
+        (staging / p["name"]).write_bytes((out / p["name"]).read_bytes())
+    return staging
+
+
 def run_install(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(KIT / "install.py"), *args], capture_output=True, text=True)
 
@@ -131,10 +139,7 @@ def test_archive_matches_the_wheels(tmp_path):
 
 def test_corrupted_part_fails_naming_it(tmp_path):
     out, manifest = make_kit(tmp_path, 800, [make_wheel(tmp_path, "kitmod_e", body="#" * 3_000 + "\n")])
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    for p in manifest["parts"]:
-        (staging / p["name"]).write_bytes((out / p["name"]).read_bytes())
+    staging = copy_parts(out, manifest, tmp_path / "staging")
     (staging / install.MANIFEST).write_text((out / install.MANIFEST).read_text())
     damaged = staging / "part-01"
     data = bytearray(damaged.read_bytes())
@@ -148,10 +153,7 @@ def test_corrupted_part_fails_naming_it(tmp_path):
 
 def test_truncated_and_missing_parts_fail_naming_them(tmp_path):
     out, manifest = make_kit(tmp_path, 800, [make_wheel(tmp_path, "kitmod_f", body="#" * 3_000 + "\n")])
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    for p in manifest["parts"]:
-        (staging / p["name"]).write_bytes((out / p["name"]).read_bytes())
+    staging = copy_parts(out, manifest, tmp_path / "staging")
     (staging / "part-00").write_bytes((out / "part-00").read_bytes()[:-1])
     with pytest.raises(install.KitError, match=r"^part-00: size"):
         install.verify_parts(staging, manifest["parts"])
