@@ -15,8 +15,9 @@ response is one of (`REJECTED_KINDS`, drawn with `KIND_WEIGHTS`):
 
 Half of the pairs build both responses on one body, half on two bodies of the task (so length says nothing about
 which is better). Every pair is checked by the real checkers and guard before it is kept, and the gold trace a judge
-is fine-tuned on quotes, per constraint, the part of each response that decides it (`evidence`: its start, its end,
-or its first comma), says which meets it, then the verdict line of the `strength` prompt. (Traces that only said
+is fine-tuned on quotes, per constraint, the shortest part of each response that decides it (`evidence`), gives
+that response's finding right after its quote (`-> yes` / `-> no`), says which meets it, then the verdict line of
+the `strength` prompt. (Traces that only said
 which response meets a constraint taught a 135M judge the format and nothing else: 128 of them gave a judge that
 always named Response (b), held-out accuracy 0.975 / 0.000 by order.)
 
