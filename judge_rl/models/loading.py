@@ -8,6 +8,7 @@ found through the package's installed file list, without importing the package (
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import shutil
@@ -117,15 +118,45 @@ def _dtype(name: str) -> torch.dtype:
         raise ValueError(f"model.dtype={name!r}: expected float32, bfloat16 or float16") from None
 
 
+def weights_dtype(cfg: ModelConfig, train: bool) -> torch.dtype:
+    """The dtype a model's weights are held in: `model.dtype` for a model that only answers, float32 for one that
+    trains (the optimizer's master copy; `mixed_precision` or TRL's bf16/fp16 flags compute in `model.dtype`)."""
+    return torch.float32 if train else _dtype(cfg.dtype)
+
+
+def mixed_precision(model, dtype: str, device: torch.device):
+    """Mixed precision for a model that trains outside TRL (the local RL backend's policy and critic): its weights
+    stay float32 and its forward runs under `torch.autocast` in `dtype`, outputs cast back to float32 (what
+    accelerate does for TRL's `bf16=True`, and verl's FSDP mixed precision). Training the weights themselves in
+    bfloat16 loses every update smaller than a weight's bf16 resolution: on an H200 the default main job's SFT judge
+    fell from 0.917 to 0.479 held-out accuracy and 10 RL steps changed none of its verdicts. float32: unchanged."""
+    if dtype == "float32":
+        return model
+    from accelerate.utils import convert_outputs_to_fp32
+
+    forward = model.forward
+    compute = _dtype(dtype)
+
+    @functools.wraps(forward)
+    def autocast_forward(*args, **kwargs):
+        with torch.autocast(device_type=device.type, dtype=compute):
+            return forward(*args, **kwargs)
+
+    model.forward = convert_outputs_to_fp32(autocast_forward)
+    return model
+
+
 def load_model(
     cfg: ModelConfig,
     cache_dir: str | os.PathLike,
     device: torch.device,
     checkpoint: str | os.PathLike | None = None,
     seed: int = 0,
+    train: bool = False,
 ):
-    """The judge's causal LM: from `checkpoint` when given, else from the configured source."""
-    dtype = _dtype(cfg.dtype)
+    """The judge's causal LM: from `checkpoint` when given, else from the configured source; weights in
+    `model.dtype`, or float32 when it will `train` (`weights_dtype`)."""
+    dtype = weights_dtype(cfg, train)
     if checkpoint is not None:
         model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
     elif cfg.source == "gguf_package":
@@ -168,13 +199,14 @@ def load_value_model(
     device: torch.device,
     checkpoint: str | os.PathLike | None = None,
     seed: int = 0,
+    train: bool = False,
 ):
     """A critic for PPO: the judge's transformer with a scalar head per token (verl builds its critic
     the same way, AutoModelForTokenClassification with one label), initialised from `checkpoint` or the
     configured source; the head starts random unless the checkpoint is itself a critic."""
     from transformers import AutoModelForTokenClassification
 
-    return _load_scalar_head(AutoModelForTokenClassification, cfg, cache_dir, device, checkpoint, seed)
+    return _load_scalar_head(AutoModelForTokenClassification, cfg, cache_dir, device, checkpoint, seed, train)
 
 
 def load_score_model(
@@ -183,22 +215,24 @@ def load_score_model(
     device: torch.device,
     checkpoint: str | os.PathLike | None = None,
     seed: int = 0,
+    train: bool = False,
 ):
     """A Bradley-Terry reward model: the judge's transformer with one scalar per sequence, read at its last
     non-pad token (AutoModelForSequenceClassification, num_labels=1, as TRL's RewardTrainer wants), from
     `checkpoint` or the configured source; the head starts random unless the checkpoint is a reward model."""
     from transformers import AutoModelForSequenceClassification
 
-    model = _load_scalar_head(AutoModelForSequenceClassification, cfg, cache_dir, device, checkpoint, seed)
+    model = _load_scalar_head(AutoModelForSequenceClassification, cfg, cache_dir, device, checkpoint, seed, train)
     if model.config.pad_token_id is None:  # the classifier finds each sequence's last token by the pad id
         model.config.pad_token_id = load_tokenizer(cfg, cache_dir).pad_token_id
     return model
 
 
-def _load_scalar_head(auto_cls, cfg: ModelConfig, cache_dir, device: torch.device, checkpoint, seed: int):
+def _load_scalar_head(auto_cls, cfg: ModelConfig, cache_dir, device: torch.device, checkpoint, seed: int,
+                      train: bool = False):  # fmt: skip
     from transformers import AutoConfig
 
-    dtype = _dtype(cfg.dtype)
+    dtype = weights_dtype(cfg, train)
     if checkpoint is None and cfg.source == "tiny_random":
         lm = load_model(cfg, cache_dir, torch.device("cpu"), seed=seed)
         labels = {k: v for k, v in lm.config.to_dict().items() if k not in ("id2label", "label2id")}

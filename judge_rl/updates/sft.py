@@ -92,6 +92,8 @@ def sft_examples(items: Sequence[JudgeItem], prompt, limit: int, messages=None) 
 
 def sft_cache_key(job: JobConfig, examples: list[dict], init: Path | None = None) -> str:
     extra = {} if init is None else {"init": str(Path(init).resolve())}
+    if job.model.dtype != "float32":  # bf16/fp16 inits trained before mixed precision held bf16 weights: not reused
+        extra["precision"] = "mixed"
     payload = json.dumps(
         {"model": asdict(job.model), "sft": asdict(job.sft), "seed": job.seed, "examples": examples, **extra}, sort_keys=True
     )
@@ -115,10 +117,10 @@ def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = Non
     device = resolve_device(job.cluster.device)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
     tokenizer.padding_side = "right"
-    model = load_model(job.model, job.cache_dir, device, checkpoint=init, seed=job.seed)
+    model = load_model(job.model, job.cache_dir, device, checkpoint=init, seed=job.seed, train=True)
     work = root / f".{target.name}-work"
     steps = steps_for(len(examples), job.sft.batch_size, job.sft.epochs)
-    args = trl_args(SFTConfig, work, device, lr=job.sft.lr, epochs=job.sft.epochs, batch_size=job.sft.batch_size,
+    args = trl_args(SFTConfig, work, device, dtype=job.model.dtype, lr=job.sft.lr, epochs=job.sft.epochs, batch_size=job.sft.batch_size,
                     max_length=job.sft.max_length, seed=job.seed, warmup_steps=round(job.sft.warmup_ratio * steps),
                     completion_only_loss=True)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)

@@ -1,6 +1,6 @@
 """What judge_rl's TRL trainers share (SFT: judge_rl/updates/sft.py, DPO: recipes/dpo_critic.py, reward
 modelling: recipes/bt.py): the same arguments (cosine schedule, a log line per step, a checkpoint every 10 steps
-and only the last kept, no reporting integrations, fp32-safe on CPU), a progress bar driven by the training
+and only the last kept, no reporting integrations, mixed precision when `model.dtype` asks for it), a progress bar driven by the training
 loop (step, loss, rate; TRL's raw per-step dicts are not printed), a clean stop on SIGTERM, resume from the trainer's own last checkpoint after a crash, and one summary of the run."""
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ def steps_for(n_rows: int, batch_size: int, epochs: int) -> int:
     return epochs * -(-n_rows // batch_size)
 
 
-def trl_args(config_cls: type, work: Path, device: torch.device, *, lr: float, epochs: int, batch_size: int,
-             max_length: int, seed: int, warmup_steps: int = 0, **fields: Any):
-    """A TRL config (SFTConfig, DPOConfig, RewardConfig) with judge_rl's shared settings and `fields` on top."""
+def trl_args(config_cls: type, work: Path, device: torch.device, *, dtype: str, lr: float, epochs: int,
+             batch_size: int, max_length: int, seed: int, warmup_steps: int = 0, **fields: Any):
+    """A TRL config (SFTConfig, DPOConfig, RewardConfig) with judge_rl's shared settings and `fields` on top.
+    `dtype` is `model.dtype`: bfloat16 or float16 train in mixed precision (the model loaded with float32 weights,
+    `load_model(train=True)`; accelerate autocasts its forward, and scales float16 losses)."""
     return config_cls(
         output_dir=str(work),
         num_train_epochs=epochs,
@@ -41,7 +43,8 @@ def trl_args(config_cls: type, work: Path, device: torch.device, *, lr: float, e
         report_to="none",
         seed=seed,
         use_cpu=device.type == "cpu",
-        bf16=False,  # bf16 autocast is ~7x slower on CPU; a bf16 model (model.dtype) trains in bf16 regardless
+        bf16=dtype == "bfloat16",  # float32 by default: bf16 autocast is ~7x slower on CPU
+        fp16=dtype == "float16",
         dataloader_num_workers=0,
         disable_tqdm=True,
         **fields,

@@ -95,6 +95,36 @@ def test_grpo_step_moves_weights_towards_high_reward_samples():
     assert gain > 0
 
 
+def test_a_bfloat16_policy_update_lands_even_below_bfloat16_resolution():
+    """model.dtype=bfloat16 trains in mixed precision: a step at lr 1e-6 moves nearly every float32 master weight;
+    with the weights themselves in bf16 (what the H200's first run did) the same step changes almost none."""
+    from dataclasses import replace
+
+    from judge_rl.models.loading import mixed_precision
+
+    cpu, cfg = torch.device("cpu"), replace(TINY, dtype="bfloat16")
+    tok = load_tokenizer(cfg, CACHE_DIR)
+
+    def score_fn(data_source, solution_str, ground_truth, extra_info=None):
+        return {"score": len(solution_str) / 100.0, "correct": 0.0, "parse_error": "x"}
+
+    def changed_share(policy) -> float:
+        torch.manual_seed(0)
+        algo = AlgorithmConfig(lr=1e-6, rollout_n=4, ppo_micro_batch_size=4, use_kl_loss=False)
+        backend = LocalBackend(policy, None, tok, algo, TrainerConfig(max_new_tokens=8), get_prompt("strength").messages,
+                               score_fn)  # fmt: skip
+        rollouts = backend.rollout([JudgeItem(_pair(1), "a"), JudgeItem(_pair(2), "b")])
+        assert rollouts.scores.std() > 0
+        before = [p.detach().clone() for p in policy.parameters()]
+        backend.update(rollouts, {})
+        moved = sum(int((p.detach() != b).sum()) for p, b in zip(policy.parameters(), before))
+        return moved / sum(b.numel() for b in before)
+
+    mixed = mixed_precision(load_model(cfg, CACHE_DIR, cpu, seed=0, train=True), "bfloat16", cpu)
+    assert changed_share(mixed) > 0.9
+    assert changed_share(load_model(cfg, CACHE_DIR, cpu, seed=0)) < 0.2  # pure bf16: the update is lost
+
+
 def test_micro_batching_gives_the_same_update_as_one_batch():
     """verl's global_batch_info aggregation: 4 micro-batches of 2 == 1 micro-batch of 8."""
     tok = load_tokenizer(TINY, CACHE_DIR)

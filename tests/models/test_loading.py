@@ -39,3 +39,29 @@ def test_tiny_random_model_is_seeded():
     wa, wb, wc = (m.model.embed_tokens.weight for m in (a, b, c))
     assert torch.equal(wa, wb) and not torch.equal(wa, wc)
     assert a.generation_config.eos_token_id == load_tokenizer(TINY, CACHE_DIR).eos_token_id
+
+
+def test_a_model_that_trains_in_bfloat16_keeps_float32_weights_and_computes_in_bfloat16():
+    """Mixed precision (the H200's first run trained bf16 weights directly and lost its updates): float32 master
+    weights, a bf16 forward, float32 logits; a model that only answers holds bf16 weights."""
+    from dataclasses import replace
+
+    from judge_rl.models.loading import mixed_precision
+
+    cpu = torch.device("cpu")
+    cfg = replace(TINY, dtype="bfloat16")
+    assert {p.dtype for p in load_model(cfg, CACHE_DIR, cpu, seed=0).parameters()} == {torch.bfloat16}
+    model = mixed_precision(load_model(cfg, CACHE_DIR, cpu, seed=0, train=True), "bfloat16", cpu)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    seen = []
+    model.model.layers[0].mlp.down_proj.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    ids = torch.tensor([[5, 6, 7, 8]])
+    logits = model(input_ids=ids).logits
+    assert seen == [torch.bfloat16] and logits.dtype == torch.float32
+    # generation goes through the same forward (HF reads its signature for logits_to_keep)
+    out = model.generate(ids, max_new_tokens=3, do_sample=False, pad_token_id=0)
+    assert out.shape == (1, 7) and len(seen) > 1 and set(seen) == {torch.bfloat16}
+    # float32 leaves the model as it is
+    plain = load_model(TINY, CACHE_DIR, cpu, seed=0, train=True)
+    forward = plain.forward
+    assert mixed_precision(plain, "float32", cpu).forward == forward

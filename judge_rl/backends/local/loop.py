@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from judge_rl.data.pairs import JudgeItem
-from judge_rl.models.loading import load_model, load_tokenizer, load_value_model, resolve_device, save_model
+from judge_rl.models.loading import (load_model, load_tokenizer, load_value_model, mixed_precision, resolve_device,
+                                     save_model)
 from judge_rl import stopping
 from judge_rl.reports.console import console, progress_bar
 from judge_rl.reports.jsonl import read_jsonl
@@ -182,13 +183,16 @@ def run_local_loop(
                              "(was the sft stage dropped or changed?): use another run_dir, or resume=false")
         policy_source = path / "model"
         console.print(f"[yellow]rl: resuming from {path} (step {start})[/yellow]")
-    policy = load_model(job.model, job.cache_dir, device, checkpoint=policy_source, seed=job.seed)
+    # the trained models hold float32 weights and compute in model.dtype (mixed precision); the reference only answers
+    policy = mixed_precision(load_model(job.model, job.cache_dir, device, checkpoint=policy_source, seed=job.seed,
+                                        train=True), job.model.dtype, device)
     needs_ref = job.algorithm.use_kl_loss or job.algorithm.use_kl_in_reward
     reference = load_model(job.model, job.cache_dir, device, checkpoint=init_model, seed=job.seed) if needs_ref else None
     critic = None
     if job.algorithm.critic.enabled:
         critic_source = found[1] / "critic" if found else init_model
-        critic = load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source, seed=job.seed)
+        critic = mixed_precision(load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source,
+                                                  seed=job.seed, train=True), job.model.dtype, device)
     backend = make_backend(policy, reference, tokenizer, critic)
     engine = resolve_rollout_engine(job.trainer.rollout_engine, device.type, job.model.source)
     if engine != backend.sampler.name:
