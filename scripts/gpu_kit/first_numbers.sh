@@ -18,10 +18,10 @@
 #
 # Time: each step runs under `timeout` (SIGTERM, then SIGKILL 20 s later; judge_rl exits 143 and saves what it
 # has), capped by its own budget and by a deadline FIRST_NUMBERS_BUDGET_S (default 480 s) after the start; a step
-# with under 30 s left is skipped. Estimates for an H100 (not measured yet): a main job ~2-2.5 min (SFT 16 steps,
-# 2 x 128 held-out and benchmark judgments, 10 RL steps, live curve; HF generate on a 30-layer 135M model is
-# launch-bound at ~10-20 ms per token, so the GPU gains far less over the 2-core CPU's ~13 min than the FLOPs
-# suggest), eval_hf ~1 min, each bench ~1 min, prep ~30 s. main_bf16 runs last and gets what is left.
+# with under 30 s left is skipped. Measured on an H200 (2026-11-26, the step walls including loads): prep 51 s (14 s
+# with the conversion cached), main_fp32 132 s, eval_hf 59 s, bench_2x4x64 37 s, bench_8x8x128 64 s, main_bf16 199 s
+# (pure bf16 then; cut at 108 s in the first call, rerun alone with FIRST_NUMBERS_ONLY=main_bf16): ~540 s in all,
+# so main_bf16 needs its own call when the install shares the first one.
 #
 # Outputs ($OUT, the device tool's folder that comes back: at most 8 files, so everything else is in one tarball):
 #   summary.txt, summary.json     the compact summary (also printed at the end), rewritten after every step
