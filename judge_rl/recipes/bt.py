@@ -111,7 +111,8 @@ def train_bt(run: Run) -> tuple[Path, dict[str, float]]:
     model = load_score_model(job.model, job.cache_dir, run.device, seed=job.seed, train=True)
     work = run.run_dir / "bt_work"
     steps = steps_for(len(rows), a.batch_size, a.epochs)
-    args = trl_args(RewardConfig, work, run.device, dtype=job.model.dtype, lr=a.lr, epochs=a.epochs, batch_size=a.batch_size,
+    args = trl_args(RewardConfig, work, run.device, dtype=job.model.dtype, lr=a.lr, epochs=a.epochs,
+                    batch_size=a.batch_size,
                     max_length=a.max_length, seed=job.seed, warmup_steps=round(a.warmup_ratio * steps),
                     center_rewards_coefficient=a.center_rewards_coefficient)
     trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=run.tokenizer)

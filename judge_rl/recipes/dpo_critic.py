@@ -179,7 +179,8 @@ def train_dpo(run: Run, policy_dir: Path | None, rows: list[dict], out: Path) ->
     model = load_model(job.model, job.cache_dir, run.device, checkpoint=policy_dir, seed=job.seed, train=True)
     work = out / "work"
     steps = steps_for(len(rows), a.batch_size, a.epochs)
-    args = trl_args(DPOConfig, work, run.device, dtype=job.model.dtype, lr=a.lr, epochs=a.epochs, batch_size=a.batch_size,
+    args = trl_args(DPOConfig, work, run.device, dtype=job.model.dtype, lr=a.lr, epochs=a.epochs,
+                    batch_size=a.batch_size,
                     max_length=a.max_length, seed=job.seed, beta=a.beta, loss_type=["sigmoid", "sft"],
                     loss_weights=[1.0, a.sft_weight])
     data = Dataset.from_list([{"prompt": r["prompt"], "chosen": r["chosen"], "rejected": r["rejected"]} for r in rows])

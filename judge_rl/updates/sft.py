@@ -120,7 +120,8 @@ def run_sft(job: JobConfig, examples: list[dict], output_root: Path | None = Non
     model = load_model(job.model, job.cache_dir, device, checkpoint=init, seed=job.seed, train=True)
     work = root / f".{target.name}-work"
     steps = steps_for(len(examples), job.sft.batch_size, job.sft.epochs)
-    args = trl_args(SFTConfig, work, device, dtype=job.model.dtype, lr=job.sft.lr, epochs=job.sft.epochs, batch_size=job.sft.batch_size,
+    args = trl_args(SFTConfig, work, device, dtype=job.model.dtype, lr=job.sft.lr, epochs=job.sft.epochs,
+                    batch_size=job.sft.batch_size,
                     max_length=job.sft.max_length, seed=job.seed, warmup_steps=round(job.sft.warmup_ratio * steps),
                     completion_only_loss=True)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)

@@ -1,7 +1,8 @@
 """What judge_rl's TRL trainers share (SFT: judge_rl/updates/sft.py, DPO: recipes/dpo_critic.py, reward
 modelling: recipes/bt.py): the same arguments (cosine schedule, a log line per step, a checkpoint every 10 steps
-and only the last kept, no reporting integrations, mixed precision when `model.dtype` asks for it), a progress bar driven by the training
-loop (step, loss, rate; TRL's raw per-step dicts are not printed), a clean stop on SIGTERM, resume from the trainer's own last checkpoint after a crash, and one summary of the run."""
+and only the last kept, no reporting integrations, mixed precision when `model.dtype` asks for it), a progress bar
+driven by the training loop (step, loss, rate; TRL's raw per-step dicts are not printed), a clean stop on SIGTERM,
+resume from the trainer's own last checkpoint after a crash, and one summary of the run."""
 
 from __future__ import annotations
 
