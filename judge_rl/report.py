@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -226,32 +227,66 @@ def write_chart(table: ReportTable, columns: Sequence[str], path: Path) -> Path 
     return path
 
 
+@dataclass
+class ScatterLayout:
+    """What report_scatter.png draws: `dots` (label, x, (x_lo, x_hi), y, (y_lo, y_hi)); `references`, the points
+    with y but no x (the oracle of a judge study: a reward with no judge accuracy), as (label, y, (y_lo, y_hi));
+    `missing`, the points with no y (failed, interrupted, never measured) as "label (status)"."""
+
+    dots: list[tuple[str, float, tuple[float, float], float, tuple[float, float]]]
+    references: list[tuple[str, float, tuple[float, float]]]
+    missing: list[str]
+
+
+def scatter_layout(table: ReportTable, x: str, y: str) -> ScatterLayout:
+    """Sort each point of `table` into a dot, a reference line or a named absence (never silently left out)."""
+
+    def interval(row: Row, column: str, v: float) -> tuple[float, float]:
+        ci = row.cells.get(f"{column}_ci")
+        return (float(ci[0]), float(ci[1])) if ci and None not in ci else (v, v)
+
+    layout = ScatterLayout([], [], [])
+    for row in table.rows:
+        name = row.label.split("=")[-1][:28]
+        vx, vy = _number(row.cells.get(x)), _number(row.cells.get(y))
+        if vy is None:
+            layout.missing.append(f"{name} ({row.status.split(':')[0] if row.status != 'finished' else 'no value'})")
+        elif vx is None:
+            layout.references.append((name, vy, interval(row, y, vy)))
+        else:
+            layout.dots.append((name, vx, interval(row, x, vx), vy, interval(row, y, vy)))
+    return layout
+
+
 def write_scatter(table: ReportTable, x: str, y: str, path: Path) -> Path | None:
-    """One point per sweep point at (x, y), each with its intervals as error bars in both directions and its label;
-    y = 0 drawn (no gain). None when no point has both values."""
+    """One point per sweep point at (x, y) with its intervals as error bars in both directions and its label;
+    y = 0 drawn (no gain); a point with y but no x a horizontal line with its interval shaded; the points not
+    drawn named under the plot with their status (scatter_layout). None when no point has a y value."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = [(row, _number(row.cells.get(x)), _number(row.cells.get(y))) for row in table.rows]
-    shown = [(row, vx, vy) for row, vx, vy in shown if vx is not None and vy is not None]
-    if not shown:
+    layout = scatter_layout(table, x, y)
+    if not layout.dots and not layout.references:
         return None
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
     ax.axhline(0.0, color="grey", lw=0.8, ls="--")
-    for row, vx, vy in shown:
-        err = []
-        for column, v in ((x, vx), (y, vy)):
-            ci = row.cells.get(f"{column}_ci")
-            lo, hi = ci if ci and None not in ci else (v, v)
-            err.append([[max(0.0, v - lo)], [max(0.0, hi - v)]])
-        ax.errorbar([vx], [vy], xerr=err[0], yerr=err[1], fmt="o", capsize=3)
-        ax.annotate(row.label.split("=")[-1][:28], (vx, vy), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    for (name, vy, (lo, hi)), style in zip(layout.references, itertools.cycle(("-.", ":", "--"))):
+        ax.axhline(vy, color="0.25", lw=1.2, ls=style, label=f"{name} (no {title(x)}): {vy:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        ax.axhspan(lo, hi, color="0.5", alpha=0.12)
+    for name, vx, (xlo, xhi), vy, (ylo, yhi) in layout.dots:
+        ax.errorbar([vx], [vy], xerr=[[max(0.0, vx - xlo)], [max(0.0, xhi - vx)]],
+                    yerr=[[max(0.0, vy - ylo)], [max(0.0, yhi - vy)]], fmt="o", capsize=3)
+        ax.annotate(name, (vx, vy), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    if layout.references:
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_xlabel(title(x))
     ax.set_ylabel(title(y))
     ax.set_title("judge_rl sweep: one point per run, 95% intervals")
-    fig.tight_layout()
+    if layout.missing:
+        fig.text(0.01, 0.01, "not drawn: " + "; ".join(layout.missing), fontsize=7, ha="left", va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.05 if layout.missing else 0, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

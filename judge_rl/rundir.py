@@ -12,7 +12,10 @@ claimed before any work starts:
   `superseded/<time>/` and the run starts afresh: saved work is never mixed with a different run's,
   and never deleted.
 - **A status.** `status.json` says running, finished, failed (with the one-line error) or
-  interrupted; a run killed outright stays "running" with its lock free.
+  interrupted; a run killed outright stays "running" with its lock free. It also counts the launches
+  and sums their wall time (`wall_s`: the launches that ended, however they ended; a process killed
+  outright adds nothing), so a resumed run's `results.json` reports the time of the whole run
+  (`run_wall_s`), not of its last launch.
 """
 
 from __future__ import annotations
@@ -107,6 +110,13 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
+def run_wall_s(run_dir: Path, t_launch: float) -> float:
+    """The run's wall time so far: its earlier launches' (status.json, while this one runs) plus this launch's
+    since `t_launch` (a `time.perf_counter()` value)."""
+    earlier = (read_status(run_dir) or {}).get("wall_s") or 0.0
+    return float(earlier) + time.perf_counter() - t_launch
+
+
 def _lock(run_dir: Path):
     f = (run_dir / LOCK_FILE).open("a+")
     try:
@@ -164,16 +174,23 @@ def claim_run_dir(
                         "or choose another run_dir"
                     )
         saved_path.write_text(OmegaConf.to_yaml(OmegaConf.create(config)))
-        write_status(run_dir, "running")
+        before = read_status(run_dir) or {}  # a superseded run's status moved away with its files
+        earlier = {"wall_s": float(before.get("wall_s") or 0.0), "launches": int(before.get("launches") or 0) + 1}
+        t_launch = time.perf_counter()
+
+        def ended(status: str, error: str | None = None) -> None:
+            write_status(run_dir, status, error, **{**earlier, "wall_s": earlier["wall_s"] + time.perf_counter() - t_launch})
+
+        write_status(run_dir, "running", **earlier)
         try:
             yield run_dir
         except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (judge_rl/stopping.py's Terminated)
-            write_status(run_dir, "interrupted", str(e) or "KeyboardInterrupt")
+            ended("interrupted", str(e) or "KeyboardInterrupt")
             raise
         except Exception as e:
-            write_status(run_dir, "failed", one_line(e))
+            ended("failed", one_line(e))
             raise
-        write_status(run_dir, "finished")
+        ended("finished")
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()

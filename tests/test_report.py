@@ -220,6 +220,24 @@ def test_cells_show_intervals_and_counts():
     assert title("rl/held_out/a_preference_rate") == "rl A-pref"
 
 
+def test_the_scatter_draws_a_point_without_x_as_a_reference_line_and_names_the_points_it_cannot_draw(tmp_path):
+    from judge_rl.report import ReportTable, Row, scatter_layout, write_scatter
+
+    x, y = "grader/held_out/accuracy", "task_after_minus_before/prompt_level_strict_accuracy"
+    rows = [
+        Row("reward_judge=ladder_sft", tmp_path, "finished", None,
+            {x: 0.6, f"{x}_ci": [0.55, 0.66], y: -0.04, f"{y}_ci": [-0.12, 0.04]}),
+        Row("reward_judge=oracle", tmp_path, "finished", None, {y: 0.02, f"{y}_ci": [-0.10, 0.15]}),
+        Row("reward_judge=ladder_untrained", tmp_path, "failed: JudgeFailureRateExceeded: 100%", "x", {x: 0.0}),
+    ]
+    layout = scatter_layout(ReportTable([x, y], rows), x, y)
+    assert layout.dots == [("ladder_sft", 0.6, (0.55, 0.66), -0.04, (-0.12, 0.04))]
+    assert layout.references == [("oracle", 0.02, (-0.10, 0.15))]
+    assert layout.missing == ["ladder_untrained (failed)"]
+    assert write_scatter(ReportTable([x, y], rows), x, y, tmp_path / "s.png").stat().st_size > 1000
+    assert write_scatter(ReportTable([x, y], rows[2:]), x, y, tmp_path / "none.png") is None  # nothing to draw
+
+
 def hand_made_sweep(root: Path) -> Path:
     """Two points written through the schema's own writer: one finished with results, one failed."""
     from judge_rl.reports.schema import new_results, write_results

@@ -58,3 +58,25 @@ def test_config_diff_ignores_neutral_prefixes_only():
     new = {"trainer": {"total_steps": 2, "save_every": 1}, "stages": ["rl", "eval_rl"]}
     assert config_diff(old, new, ("trainer.save_every", "stages")) == ["trainer.total_steps: 0 -> 2"]
     assert config_diff({"a": 1}, {"b": 1}, ()) == ["a: 1 -> (absent)", "b: (absent) -> 1"]
+
+
+def test_a_resumed_run_reports_the_wall_time_of_all_its_launches_not_only_its_last(tmp_path):
+    import time
+
+    from judge_rl.rundir import run_wall_s
+
+    with pytest.raises(KeyboardInterrupt):  # the first launch is stopped (SIGTERM arrives as KeyboardInterrupt)
+        with claim_run_dir(tmp_path, {"seed": 1}, resume=True, neutral=NEUTRAL):
+            time.sleep(0.3)
+            raise KeyboardInterrupt
+    first = read_status(tmp_path)
+    assert first["status"] == "interrupted" and first["launches"] == 1 and first["wall_s"] >= 0.3
+    with claim_run_dir(tmp_path, {"seed": 1}, resume=True, neutral=NEUTRAL) as run_dir:
+        t = time.perf_counter()
+        time.sleep(0.1)
+        total = run_wall_s(run_dir, t)  # what a job writes into results.json
+    assert first["wall_s"] + 0.1 <= total < first["wall_s"] + 1.0
+    second = read_status(tmp_path)
+    assert second["launches"] == 2 and second["wall_s"] >= total
+    with claim_run_dir(tmp_path, {"seed": 1}, resume=False, neutral=NEUTRAL):  # a new run starts its clock afresh
+        assert read_status(tmp_path)["wall_s"] == 0.0 and read_status(tmp_path)["launches"] == 1

@@ -50,7 +50,7 @@ from judge_rl.policy.ifeval_run import (OFFICIAL, evaluate_policy, heldout_task_
 from judge_rl.policy.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
 from judge_rl.reports.schema import new_results, write_results
-from judge_rl.rundir import claim_run_dir
+from judge_rl.rundir import claim_run_dir, run_wall_s
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -172,7 +172,7 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
             key = "after_minus_before" if name == "ifeval" else f"{name}_after_minus_before"
             results["comparisons"][key] = {k: ifeval_gain(before[name]["records"], after[name]["records"], k) for k in OFFICIAL}
     results["final_stage"] = "after" if suites else None
-    results["wall_s"] = time.perf_counter() - t_start
+    results["wall_s"] = run_wall_s(run_dir, t_start)
     write_results(run_dir, results)
     logger.summary({k: v for k, v in results["training"]["rl"].items() if isinstance(v, (int, float))})
     logger.finish()

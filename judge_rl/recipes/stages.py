@@ -36,6 +36,7 @@ from judge_rl.reports.schema import HEADLINE, entry_scalars, evaluation_entry, n
 from judge_rl.reports.summary import print_summary
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
+from judge_rl.rundir import run_wall_s
 from judge_rl.rollouts.generation import generate
 from judge_rl.config.schema import ServerConfig
 from judge_rl.servers import HFServer, VLLMServer
@@ -438,7 +439,7 @@ def report(run: Run, final: str, plot: bool = False) -> dict[str, Any]:
         if plots:
             run.results["plots"] = [str(p) for p in plots]
             run.logger.log_images(plots)
-    run.results["wall_s"] = time.perf_counter() - run.t_start
+    run.results["wall_s"] = run_wall_s(run.run_dir, run.t_start)
     print_summary(run.evals, run.results["training"].get("rl", {}).get("reward_curve"), run.results["wall_s"], run.mode,
                   run.bench_evals, plots=plots)
     run.save()
