@@ -8,7 +8,8 @@ Rows are the swept choices (the Hydra overrides that differ between points), col
 point that failed, was interrupted or never finished is a row that says so, never dropped. A cell with a
 bootstrap interval shows it (`0.500 [0.41, 0.59]`). The published numbers of the table a sweep
 regenerates (`--paper`, `report.paper`; judge_rl/reports/paper_results.yaml) are columns of their own,
-titled with the paper, its model and scale.
+titled with the paper, its model and scale. `--versus <value>` (`report.versus`) compares each policy point's after
+scores with the point that value names, paired by prompt (`versus/<suite>/<metric>` cells).
 
 It writes `report.md`, `report.csv` and `report.png` (one bar per point and chosen chart metric) into
 the sweep directory (`--out` elsewhere), and with `--wandb` logs the table as a `wandb.Table` to the
@@ -120,11 +121,24 @@ def swept_labels(records: Sequence[RunRecord]) -> list[tuple[str, dict[str, str]
     return labels
 
 
-def build_table(paths: Sequence[Path], columns: Sequence[str] | None = None, paper: str | None = None) -> ReportTable:
-    """The report of the run directories under `paths` (see the module docstring)."""
+def build_table(paths: Sequence[Path], columns: Sequence[str] | None = None, paper: str | None = None,
+                versus: str | None = None) -> ReportTable:
+    """The report of the run directories under `paths` (see the module docstring); with `versus` (a swept value
+    naming one point, e.g. `oracle`), each finished policy point gains `versus/<suite>/<metric>` cells: its after
+    scores minus that point's, paired by prompt (judge_rl/policy/ifeval_run.py `after_versus`)."""
     records = [read_run(p) for p in point_dirs(paths)]
     labels = swept_labels(records)
     rows = [Row(label, r.run_dir, r.status, r.error, r.cells, choices) for (label, choices), r in zip(labels, records)]
+    if versus:
+        from judge_rl.policy.ifeval_run import after_versus
+
+        named = [row for row in rows if versus in (row.label, *row.choices.values())]
+        if len(named) != 1:
+            raise ValueError(f"report.versus={versus!r}: names {len(named)} points (expected one of the swept values: "
+                             f"{', '.join(sorted({v for row in rows for v in row.choices.values()})) or 'none'})")
+        for row in rows:
+            if row.status == "finished":
+                row.cells.update(after_versus(row.run_dir, named[0].run_dir))
     return ReportTable(list(columns or DEFAULT_REPORT_COLUMNS), rows, load_paper_table(paper) if paper else None)
 
 
@@ -147,12 +161,12 @@ def to_markdown(table: ReportTable, caption: str = "") -> str:
 
 def write_report(
     paths: Sequence[Path], out_dir: Path | None = None, columns: Sequence[str] | None = None, paper: str | None = None,
-    chart: Sequence[str] | None = None, scatter: Sequence[str] | None = None,
+    chart: Sequence[str] | None = None, scatter: Sequence[str] | None = None, versus: str | None = None,
 ) -> dict[str, Path]:
     """Build the table and write report.md, report.csv and report.png into `out_dir` (default: the one
     directory named, the sweep directory), and with `scatter` ([x, y] cell names) report_scatter.png; returns the
     files written (and the table, under "table")."""
-    table = build_table(paths, columns, paper)
+    table = build_table(paths, columns, paper, versus)
     if out_dir is None:
         out_dir = Path(paths[0]) if len(paths) == 1 else Path(".")
     out_dir = Path(out_dir)
@@ -351,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--columns", default=None, help="comma-separated cell names (default: the held-out RL metrics)")
     parser.add_argument("--chart", default=None, help="comma-separated columns to chart (default: the first four)")
     parser.add_argument("--scatter", default=None, help="x,y: two cell names, one dot per point (report_scatter.png)")
+    parser.add_argument("--versus", default=None, help="a swept value naming one policy point (e.g. oracle): "
+                        "versus/<suite>/<metric> cells, each point's after scores minus its, paired by prompt")
     parser.add_argument("--paper", default=None, help="published numbers to show beside ours (a key of paper_results.yaml)")
     parser.add_argument("--out", type=Path, default=None, help="where to write report.{md,csv,png}")
     parser.add_argument("--wandb", action="store_true", help="log the table as a wandb.Table")
@@ -361,7 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     split = (lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None)
     try:
-        files = write_report(args.paths, args.out, split(args.columns), args.paper, split(args.chart), split(args.scatter))
+        files = write_report(args.paths, args.out, split(args.columns), args.paper, split(args.chart), split(args.scatter),
+                             args.versus)
         table = files.pop("table")
         print(files["markdown"].read_text())
         print("written: " + ", ".join(str(p) for p in files.values()))

@@ -290,3 +290,9 @@ def test_every_sweep_point_composes_and_validates_at_each_debug_scale(name, debu
         job = to_job_config(compose_config([f"+sweeps={name}", f"debug={debug}", *point, "run_dir=/tmp/unused"]))
         assert job.logger.name == "none" and job.eval.benchmarks == []
         assert job.model.name == ("tiny-random" if debug == "tiny" else "smollm2-135m")
+
+
+def test_versus_names_exactly_one_swept_point_or_fails_in_one_line(tmp_path):
+    with pytest.raises(ValueError, match=r"report.versus='oracle': names 0 points \(expected one of the swept values: "
+                                         r"margin, strength\)"):
+        build_table([hand_made_sweep(tmp_path)], versus="oracle")

@@ -230,6 +230,7 @@ class ReportConfig:
     chart: Optional[list[str]] = None  # the columns charted in report.png (null: the first four)
     paper: Optional[str] = None  # published numbers shown beside ours (a key of judge_rl/reports/paper_results.yaml)
     scatter: Optional[list[str]] = None  # [x, y]: report_scatter.png, one dot per point with both intervals
+    versus: Optional[str] = None  # a swept value naming one policy point: versus/<suite>/<metric> cells against it
 
 
 STAGES = ("eval_base", "sft", "eval_sft", "rl", "eval_rl")

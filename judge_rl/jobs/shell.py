@@ -156,7 +156,7 @@ def write_sweep_report(config: DictConfig, sweep_dir: Path) -> None:
     report = config.get("report") or {}
     try:
         files = write_report([sweep_dir], sweep_dir, columns=report.get("columns"), paper=report.get("paper"),
-                             chart=report.get("chart"), scatter=report.get("scatter"))
+                             chart=report.get("chart"), scatter=report.get("scatter"), versus=report.get("versus"))
     except Exception as e:  # noqa: BLE001  the points' results are on disk; the report can be rerun by hand
         print(f"judge_rl: sweep report not written: {one_line(e)}; rerun `python -m judge_rl.report {sweep_dir}`",
               file=sys.stderr, flush=True)

@@ -155,6 +155,28 @@ def ifeval_gain(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]
             "n": float(len(keys)), "level": level}  # fmt: skip
 
 
+SUITE_DIRS = {"ifeval": "ifeval", "task": "task_eval"}  # a policy run's suites and where their answers are saved
+
+
+def after_versus(run_dir: Path, base_dir: Path, *, stage: str = "after") -> dict[str, Any]:
+    """One policy run's `stage` scores against another's (a sweep's baseline point: the oracle of a judge study),
+    prompt by prompt on the prompts both answered, with a paired bootstrap interval: flat report cells
+    `versus/<suite>/<metric>` (run - base) and `..._ci`, for each suite both runs saved. Two points of a sweep
+    share their held-out prompts, so this separates two policies more sharply than their two gains' intervals."""
+    cells: dict[str, Any] = {}
+    for suite, directory in SUITE_DIRS.items():
+        mine, base = Path(run_dir) / directory / stage / "records.jsonl", Path(base_dir) / directory / stage / "records.jsonl"
+        if not (mine.exists() and base.exists()):
+            continue
+        ours, theirs = read_jsonl(mine), read_jsonl(base)
+        for metric in OFFICIAL:
+            gain = ifeval_gain(theirs, ours, metric)
+            if gain["n"]:
+                cells[f"versus/{suite}/{metric}"] = gain["diff"]
+                cells[f"versus/{suite}/{metric}_ci"] = [gain["low"], gain["high"]]
+    return cells
+
+
 def ifeval_entry(result: dict[str, Any]) -> dict[str, Any]:
     """The results.json <evaluation> of an IFEval result (judge_rl/reports/schema.py); a guarded result's metrics
     add what the checkers alone said (`checkers/<accuracy>`) and the share of responses the guard failed."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
@@ -68,13 +69,20 @@ def test_the_ladder_and_the_policies_it_grades_in_smoke_mode(tmp_path, monkeypat
             assert results["training"]["rl"]["judge"]["calls"] > 0
     cfg = policy_cfg(["+sweeps=judge_quality", *SMALL_POLICY])
     files = write_report([sweep], sweep, columns=list(cfg.report.columns), chart=list(cfg.report.chart),
-                         scatter=list(cfg.report.scatter))  # fmt: skip
+                         scatter=list(cfg.report.scatter), versus=cfg.report.versus)  # fmt: skip
     table = files["table"]
     assert [r.label for r in table.rows] == [f"reward_judge={p}" for p in points]
     assert all(r.status == "finished" for r in table.rows)
     assert files["scatter"].exists() and files["png"].exists()
     # one dot per judge: the oracle has no judge accuracy, every rung has one and a gain with its interval
+    after, versus = "after/task/official/prompt_level_strict_accuracy", "versus/task/prompt_level_strict_accuracy"
+    oracle = table.rows[points.index("oracle")].cells
+    assert oracle[versus] == 0.0 and oracle[f"{versus}_ci"] == [0.0, 0.0]
     for point, row in zip(points, table.rows):
+        # each policy against the oracle's on the same prompts: the difference of the two after scores, with an interval
+        assert row.cells[versus] == pytest.approx(row.cells[after] - oracle[after])
+        lo, hi = row.cells[f"{versus}_ci"]
+        assert lo <= row.cells[versus] <= hi
         if point == "oracle":
             continue
         assert isinstance(row.cells["grader/held_out/accuracy"], float)
