@@ -223,10 +223,9 @@ def write_chart(table: ReportTable, columns: Sequence[str], path: Path) -> Path 
             v = values[i][j]
             if v is None:
                 continue
-            ci = row.cells.get(f"{c}_ci")
             xs.append(j + i * width)
             ys.append(v)
-            lo, hi = (ci if ci and None not in ci else (v, v))
+            lo, hi = _interval(row, c, v)
             errs[0].append(max(0.0, v - lo))
             errs[1].append(max(0.0, hi - v))
         label = row.label if row.status == "finished" else f"{row.label} ({row.status})"
@@ -254,11 +253,6 @@ class ScatterLayout:
 
 def scatter_layout(table: ReportTable, x: str, y: str) -> ScatterLayout:
     """Sort each point of `table` into a dot, a reference line or a named absence (never silently left out)."""
-
-    def interval(row: Row, column: str, v: float) -> tuple[float, float]:
-        ci = row.cells.get(f"{column}_ci")
-        return (float(ci[0]), float(ci[1])) if ci and None not in ci else (v, v)
-
     layout = ScatterLayout([], [], [])
     for row in table.rows:
         name = row.label.split("=")[-1][:28]
@@ -266,9 +260,9 @@ def scatter_layout(table: ReportTable, x: str, y: str) -> ScatterLayout:
         if vy is None:
             layout.missing.append(f"{name} ({row.status.split(':')[0] if row.status != 'finished' else 'no value'})")
         elif vx is None:
-            layout.references.append((name, vy, interval(row, y, vy)))
+            layout.references.append((name, vy, _interval(row, y, vy)))
         else:
-            layout.dots.append((name, vx, interval(row, x, vx), vy, interval(row, y, vy)))
+            layout.dots.append((name, vx, _interval(row, x, vx), vy, _interval(row, y, vy)))
     return layout
 
 
@@ -304,6 +298,12 @@ def write_scatter(table: ReportTable, x: str, y: str, path: Path) -> Path | None
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _interval(row: Row, column: str, v: float) -> tuple[float, float]:
+    """A cell's saved interval, or (v, v) where the run saved none (no error bar)."""
+    ci = row.cells.get(f"{column}_ci")
+    return (float(ci[0]), float(ci[1])) if ci and None not in ci else (v, v)
 
 
 def _number(x: Any) -> float | None:

@@ -45,8 +45,8 @@ from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_poli
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.policy.sources import load_policy_prompts
 from judge_rl.servers.client import JudgeFailureRateExceeded
-from judge_rl.policy.ifeval_run import (OFFICIAL, evaluate_policy, heldout_task_prompts, ifeval_entry, ifeval_gain,
-                                        ifeval_metrics, ifeval_prompts)
+from judge_rl.policy.ifeval_run import (OFFICIAL, SUITE_DIRS, evaluate_policy, heldout_task_prompts, ifeval_entry,
+                                        ifeval_gain, ifeval_metrics, ifeval_prompts)
 from judge_rl.policy.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
 from judge_rl.reports.schema import new_results, write_results
@@ -109,11 +109,11 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     # what the policy is scored on before and after RL: IFEval, and its own task held out (task_eval)
     suites: dict[str, tuple[list, int, int, str, Any]] = {}
     if ifeval:
-        suites["ifeval"] = (ifeval, job.ifeval.max_new_tokens, job.ifeval.batch_size, "ifeval", None)
+        suites["ifeval"] = (ifeval, job.ifeval.max_new_tokens, job.ifeval.batch_size, SUITE_DIRS["ifeval"], None)
     if job.task_eval.enabled:
         held_out, guard = heldout_task_prompts(job.task_eval, job.policy_data)
         results["data"]["task_eval_prompts"] = len(held_out)
-        suites["task"] = (held_out, job.task_eval.max_new_tokens, job.task_eval.batch_size, "task_eval", guard)
+        suites["task"] = (held_out, job.task_eval.max_new_tokens, job.task_eval.batch_size, SUITE_DIRS["task"], guard)
 
     def suite_on(model, name: str, label: str) -> dict[str, Any]:
         items, max_new, batch, directory, guard = suites[name]

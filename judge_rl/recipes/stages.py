@@ -36,8 +36,8 @@ from judge_rl.reports.schema import HEADLINE, entry_scalars, evaluation_entry, n
 from judge_rl.reports.summary import print_summary
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import encode_chat
-from judge_rl.rundir import run_wall_s
 from judge_rl.rollouts.generation import generate
+from judge_rl.rundir import run_wall_s
 from judge_rl.config.schema import ServerConfig
 from judge_rl.servers import HFServer, VLLMServer
 from judge_rl.servers.vllm import auto_server
