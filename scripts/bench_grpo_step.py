@@ -7,6 +7,8 @@ settings, with the machine's raw forward/decode rates measured alongside.
     python scripts/bench_grpo_step.py --steps 1 --warmup 0                    # quickest end-to-end check
     python scripts/bench_grpo_step.py --rollout-engines hf                    # judge_rl's own sampler only
     python scripts/bench_grpo_step.py --device cuda                           # one CUDA GPU (fp32, both sides)
+    python scripts/bench_grpo_step.py --logprob-pass padded shared_prefix     # judge_rl's two log-prob passes
+    python scripts/bench_grpo_step.py --device cuda --trl-engines hf vllm     # TRL also with vLLM colocated (GPU)
 
 Workload (the same on both sides): the embedded judge (SmolLM2-135M, `ModelConfig()` defaults, fp32, on `--device`:
 cpu by default, or cuda, where TRL runs with use_cpu=False and every timer synchronizes the GPU first), its
@@ -17,12 +19,17 @@ judge_rl's `compute_score` (strength); GRPO advantages (group mean and std), cli
 reference as a loss (low-variance "k3" estimator, coefficient `--beta`), token-mean loss aggregation; one
 optimizer step per step (AdamW, constant `--lr`, weight decay 0.01, grad-norm clip 1.0), micro-batches of
 `--micro-batch` sequences with gradient accumulation; no gradient checkpointing, no bf16; TRL
-without vLLM (TRL 1.12, this project's pin, cannot import its vLLM client against vLLM 0.31: `without_vllm`).
+without vLLM by default (TRL 1.12, this project's pin, cannot import its vLLM client against the CPU's vLLM 0.31:
+`without_vllm`); `--trl-engines vllm` runs TRL with vLLM colocated (`vllm_mode="colocate"`, on a GPU beside the
+vLLM 0.24 that verl pins), recorded as an error line where it does not run.
 
   judge_rl  LocalBackend.step (as `train_local` builds it: load_model for policy and reference, the prompt's
             `messages`, `compute_score`), once per `--rollout-engines` (trainer.rollout_engine: hf = the policy
             samples itself, vllm = a vLLM engine colocated in this process, weights reloaded after each update;
-            judge_rl/rollouts/samplers.py); seconds per step timed around `step()`; its split is the median of
+            judge_rl/rollouts/samplers.py), and once per `--logprob-pass` (trainer.logprob_pass: padded, one forward
+            per micro-batch; shared_prefix, a group's prompt once; auto, the backend's choice for the device: the
+            name of a result says which ran, `judge_rl/<engine>/<pass>`, or `judge_rl/<engine>` for auto alone);
+            seconds per step timed around `step()`; its split is the median of
             the metrics timing_s/gen (generation + scoring), timing_s/update_weights (the vLLM engine's reload),
             timing_s/ref, timing_s/old_log_prob, timing_s/update_actor.
   trl       GRPOTrainer.train() with the GRPOConfig below; seconds per optimizer step timed by a TrainerCallback
@@ -73,6 +80,7 @@ from judge_rl.rollouts import build_sampler, encode_chat  # noqa: E402
 from judge_rl.servers.vllm import vllm_installed  # noqa: E402
 from judge_rl.backends.local.backend import LocalBackend  # noqa: E402
 from judge_rl.backends.local.loop import step_items  # noqa: E402
+from judge_rl.updates.batch import resolve_logprob_pass  # noqa: E402
 
 REWARD = "strength"
 SPLIT_KEYS = ("timing_s/gen", "timing_s/update_weights", "timing_s/ref", "timing_s/old_log_prob", "timing_s/update_actor")
@@ -237,7 +245,8 @@ def raw_limits(args, cfg: ModelConfig, prompt_ids: list[int]) -> dict[str, objec
 
 
 # -- judge_rl ---------------------------------------------------------------------------------------
-def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: str = "hf") -> dict[str, object]:
+def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: str = "hf",
+                 logprob_pass: str = "auto") -> dict[str, object]:
     # train_local's construction, with the benchmark's settings on judge_rl's own config fields; every other
     # field stays at its default (adv_estimator grpo with std normalisation, use_kl_loss with low_var_kl,
     # policy_loss vanilla with clip_ratio 0.2, loss_agg_mode token-mean, ppo_epochs 1, ppo_mini_batch_size None
@@ -255,7 +264,9 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
         max_new_tokens=args.max_new_tokens,
         temperature=args.temperature,
         top_p=1.0,
+        logprob_pass=logprob_pass,
     )
+    name = f"judge_rl/{rollout_engine}" + ("" if logprob_pass == "auto" else f"/{logprob_pass}")
     device = torch.device(args.device)
     cuda_peak_mb(device, reset=True)
     policy = load_model(cfg, args.cache_dir, device, seed=args.seed)
@@ -264,7 +275,7 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
     if rollout_engine != "hf":
         t = time.perf_counter()
         engine.use_sampler(build_sampler(rollout_engine, policy, tokenizer))
-        print(f"judge_rl/{rollout_engine}: sampler ready in {time.perf_counter() - t:.1f} s (not in the step times)", flush=True)
+        print(f"{name}: sampler ready in {time.perf_counter() - t:.1f} s (not in the step times)", flush=True)
     steps = []
     for step in range(1, args.warmup + args.steps + 1):
         torch.manual_seed(args.seed * 1_000_003 + step)  # as train_local seeds each step
@@ -290,11 +301,12 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
         }
         rec["generated_tokens"] = rec["mean_completion_length"] * batch
         steps.append(rec)
-        print(f"judge_rl/{rollout_engine} step {step}{' (warm-up)' if rec['warmup'] else ''}: {wall:.1f} s  "
+        print(f"{name} step {step}{' (warm-up)' if rec['warmup'] else ''}: {wall:.1f} s  "
               + "  ".join(f"{k.split('/')[1]} {rec[k]:.1f}" for k in SPLIT_KEYS)
               + f"  tokens {rec['generated_tokens']:.0f} (mean len {rec['mean_completion_length']:.1f}, "
               f"max {rec['max_completion_length']:.0f})  cores busy: this {rec['cores_self']:.1f}, "
               f"others {rec['cores_others']:.1f}", flush=True)
+    print(f"{name}: log-prob pass {resolve_logprob_pass(logprob_pass, device.type)}", flush=True)
     engine.close()
     peak = cuda_peak_mb(device)
     del engine, policy, reference
@@ -302,7 +314,7 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
     out = summarize(steps)
     if peak is not None:
         out["cuda_peak_mb"] = peak  # policy, reference, optimizer and activations, this side alone
-        print(f"judge_rl/{rollout_engine}: CUDA peak allocated {peak:.0f} MiB", flush=True)
+        print(f"{name}: CUDA peak allocated {peak:.0f} MiB", flush=True)
     return out
 
 
@@ -324,11 +336,12 @@ def without_vllm():
         del sys.modules["vllm"]
 
 
-def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
+def run_trl(args, cfg, tokenizer, prompt, score_fn, items, engine: str = "hf") -> dict[str, object]:
+    """TRL's GRPOTrainer on the workload; `engine` "vllm": its rollouts from vLLM colocated in this process."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
-    with without_vllm():
+    with contextlib.nullcontext() if engine == "vllm" else without_vllm():
         from trl import GRPOConfig, GRPOTrainer
 
     total = args.warmup + args.steps
@@ -387,8 +400,10 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items) -> dict[str, object]:
         generation_batch_size=batch,
         num_iterations=1,  # = algorithm.ppo_epochs; with the steps aligned TRL skips old log-probs, as judge_rl does
         shuffle_dataset=False,  # the prompts in dataset order: the same prompts per step as judge_rl
-        # -- sampling (no vLLM, transformers' generate with a dynamic KV cache) -----------------------------
-        use_vllm=False,
+        # -- sampling: transformers' generate with a dynamic KV cache, or vLLM colocated (--trl-engines vllm) ---
+        use_vllm=engine == "vllm",
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=0.3,  # the policy, its reference and the optimizer share the GPU with the engine
         use_transformers_continuous_batching=False,
         max_completion_length=args.max_new_tokens,  # = trainer.max_new_tokens
         temperature=args.temperature,  # = trainer.temperature (also divides the logits in the loss, as verl does)
@@ -568,6 +583,10 @@ def main() -> None:
     ap.add_argument("--only", choices=("judge_rl", "trl"), default=None, help="run one side only")
     ap.add_argument("--rollout-engines", nargs="+", choices=("hf", "vllm"), default=None,
                     help="judge_rl's samplers to run (default: hf, and vllm where installed)")
+    ap.add_argument("--logprob-pass", nargs="+", choices=("auto", "padded", "shared_prefix"), default=["auto"],
+                    help="judge_rl's log-prob passes to run (trainer.logprob_pass; auto: the device's default)")
+    ap.add_argument("--trl-engines", nargs="+", choices=("hf", "vllm"), default=["hf"],
+                    help="TRL's generation: hf (transformers' generate) and/or vllm (colocated; needs a GPU)")
     ap.add_argument("--micro-batch", type=int, default=AlgorithmConfig().ppo_micro_batch_size,
                     help="sequences per forward/backward (ppo_micro_batch_size / per_device_train_batch_size)")
     ap.add_argument("--lr", type=float, default=AlgorithmConfig().lr)
@@ -593,6 +612,8 @@ def main() -> None:
         ap.error("--steps >= 1, --warmup >= 0")
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device is visible")
+    if "vllm" in args.trl_engines and args.device != "cuda":
+        ap.error("--trl-engines vllm: TRL colocates vLLM on a GPU only (--device cuda)")
     if args.threads:
         torch.set_num_threads(args.threads)
     os.environ.setdefault("JUDGE_RL_ROOT", str(REPO))
@@ -619,38 +640,55 @@ def main() -> None:
         results["raw"] = raw_limits(args, cfg, step1[0])
     engines = args.rollout_engines or (["hf", "vllm"] if vllm_installed() else ["hf"])
     # TRL before judge_rl's vLLM sampler: the colocated engine binds this process's threads and imports vllm for good
-    if args.only in (None, "judge_rl") and "hf" in engines:
-        results["judge_rl/hf"] = run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, "hf")
-    if args.only in (None, "trl"):
-        results["trl"] = run_trl(args, cfg, tokenizer, prompt, score_fn, items)
-    if args.only in (None, "judge_rl") and "vllm" in engines:
-        results["judge_rl/vllm"] = run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, "vllm")
+    # TRL with vLLM last of all: it imports vllm for good, after which TRL without it cannot be had in this process
+    def ours(engine: str) -> None:
+        for lp in args.logprob_pass if args.only in (None, "judge_rl") and engine in engines else []:
+            key = f"judge_rl/{engine}" + ("" if lp == "auto" else f"/{lp}")
+            results[key] = run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, engine, lp)
+
+    def trl(engine: str) -> None:
+        if args.only not in (None, "trl") or engine not in args.trl_engines:
+            return
+        key = "trl" if engine == "hf" else f"trl/{engine}"
+        try:
+            results[key] = run_trl(args, cfg, tokenizer, prompt, score_fn, items, engine)
+        except Exception as e:  # noqa: BLE001 - TRL's pin against this vLLM: said, and the other sides still run
+            if engine == "hf":
+                raise
+            results[f"{key}_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+            print(f"{key}: did not run: {results[f'{key}_error']}", flush=True)
+
+    ours("hf")
+    trl("hf")
+    ours("vllm")
+    trl("vllm")
 
     print(f"\nmedian of {args.steps} step(s) after {args.warmup} warm-up, {batch} sequences a step:")
-    print(f"{'':14s}{'s/step':>8s}{'gen':>8s}{'sync':>8s}{'ref':>8s}{'old_lp':>8s}{'update':>8s}"
+    print(f"{'':28s}{'s/step':>8s}{'gen':>8s}{'sync':>8s}{'ref':>8s}{'old_lp':>8s}{'update':>8s}"
           f"{'gen tok':>9s}{'mean len':>9s}{'max len':>8s}{'clipped':>8s}{'others':>8s}")
     rows = []
-    ours = [k for k in results if k.startswith("judge_rl/")]
-    for key in ours:
+    ours_keys = [k for k in results if k.startswith("judge_rl/")]
+    trl_keys = [k for k in ("trl", "trl/vllm") if k in results]
+    for key in ours_keys:
         m = results[key]["median"]
         rows.append((key, m["seconds"], m["timing_s/gen"], m["timing_s/update_weights"], m["timing_s/ref"],
                      m["timing_s/old_log_prob"], m["timing_s/update_actor"], m))
-    if "trl" in results:
-        m = results["trl"]["median"]
-        rows.append(("trl", m["seconds"], m["gen"], float("nan"), m["ref_reward_adv"], float("nan"), m["update"], m))
+    for key in trl_keys:
+        m = results[key]["median"]
+        rows.append((key, m["seconds"], m["gen"], float("nan"), m["ref_reward_adv"], float("nan"), m["update"], m))
     for name, s, gen, sync, ref, old, upd, m in rows:
-        print(f"{name:14s}{s:8.2f}{gen:8.2f}{sync:8.2f}{ref:8.2f}{old:8.2f}{upd:8.2f}{m['generated_tokens']:9.0f}"
+        print(f"{name:28s}{s:8.2f}{gen:8.2f}{sync:8.2f}{ref:8.2f}{old:8.2f}{upd:8.2f}{m['generated_tokens']:9.0f}"
               f"{m['mean_completion_length']:9.1f}{m['max_completion_length']:8.0f}{m['clipped_ratio']:8.2f}"
               f"{m['cores_others']:8.1f}")
     print("  others = cores other processes kept busy during the step (median): above ~0.2 the machine was shared "
           "and the seconds are not comparable")
-    if "trl" in results:
+    if trl_keys:
         print("  trl: gen = _generate (tokenize, model.generate, decode); ref = the rest of "
               "_generate_and_score_completions (reference log-probs, reward, advantages); update = step - both")
-    if ours:
+    if ours_keys:
         print("  judge_rl: gen = timing_s/gen (generation + scoring); sync = timing_s/update_weights (vLLM's weight "
               "reload); update = timing_s/update_actor")
-    for key in ours if "trl" in results else []:
+    for key in ours_keys if "trl" in results else []:
         j, t = results[key]["median"], results["trl"]["median"]
         results[f"ratio_{key}_over_trl"] = j["seconds"] / t["seconds"]
         per_tok = (j["seconds"] / j["generated_tokens"]) / (t["seconds"] / t["generated_tokens"])
@@ -658,6 +696,12 @@ def main() -> None:
         print(f"ratio {key}/trl seconds per step: {results[f'ratio_{key}_over_trl']:.2f} "
               f"(per generated token: {per_tok:.2f}; decode steps run = longest completion: "
               f"{key} {j['max_completion_length']:.0f}, trl {t['max_completion_length']:.0f})")
+    if ours_keys and trl_keys:  # the issue's target: each side with its fastest configuration that ran here
+        best_ours = min(ours_keys, key=lambda k: results[k]["median"]["seconds"])
+        best_trl = min(trl_keys, key=lambda k: results[k]["median"]["seconds"])
+        results["ratio_best"] = {"judge_rl": best_ours, "trl": best_trl,
+                                 "ratio": results[best_ours]["median"]["seconds"] / results[best_trl]["median"]["seconds"]}
+        print(f"ratio best/best: {best_ours} over {best_trl} = {results['ratio_best']['ratio']:.2f}")
     if "raw" in results:
         raw = results["raw"]
         d = raw["decode"]

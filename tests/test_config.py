@@ -99,3 +99,24 @@ def test_a_reward_the_bradley_terry_recipe_does_not_read_is_refused(override):
         job("algorithm=bt", override)
     assert job("algorithm=bt").algorithm.name == "bt"  # the default reward: nothing set, nothing refused
     assert job("algorithm=grpo", override).reward.name  # the online recipe reads it
+
+
+@pytest.mark.parametrize("override, message", [
+    ("trainer.logprob_pass=flash", r"^trainer.logprob_pass='flash': expected auto or one of padded, shared_prefix$"),
+    ("cluster.device=gpu", r"^cluster.device='gpu': expected auto, cpu or cuda$"),
+])
+def test_the_local_backend_refuses_an_unknown_log_prob_pass_or_device(override, message):
+    with pytest.raises(ValueError, match=message):
+        job(override)
+
+
+def test_cluster_local_gpu_sizes_micro_batches_for_a_gpu_and_is_refused_where_none_is_visible():
+    import torch
+
+    cfg = compose_config(["run_dir=/tmp/unused", "model=tiny-random", "cluster=local_gpu"])
+    assert cfg.cluster.backend == "local" and cfg.cluster.device == "cuda" and cfg.algorithm.ppo_micro_batch_size == 16
+    if torch.cuda.is_available():
+        assert job("cluster=local_gpu").cluster.name == "local_gpu"
+    else:
+        with pytest.raises(ValueError, match=r"^cluster=local_gpu \(cluster.device=cuda\): no CUDA device is visible"):
+            job("cluster=local_gpu")

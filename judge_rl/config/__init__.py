@@ -1,7 +1,7 @@
 """judge_rl's configuration, the bottom floor of the package: it imports no other judge_rl package but `models.dirs`.
 
     schema   the dataclasses behind conf/ (RunBase, JobBase, JobConfig, EvalJobConfig, ModelConfig, JudgeClientConfig, ...)
-    checks   checks that need no registry: typed_config, check_ranges, validate_model
+    checks   checks that need no registry: typed_config, check_ranges, validate_model, check_cluster_device
     paths    where conf/ is, and one config file of a group read and typed (load_group_file)
 
 The checks that consult registries (recipes, rewards, benchmarks, servers) sit above them: judge_rl/jobs/.
@@ -12,6 +12,7 @@ from judge_rl.config.checks import (  # noqa: F401
     JOB_RANGES,
     MODEL_RANGES,
     MODEL_SOURCES,
+    check_cluster_device,
     check_ranges,
     typed_config,
     validate_model,

@@ -91,6 +91,19 @@ def check_ranges(job: Any, ranges: dict[str, str]) -> None:
 MODEL_SOURCES = ("gguf_package", "hub", "local", "tiny_random")
 
 
+def check_cluster_device(cluster: Any) -> None:
+    """`cluster.device` is auto, cpu or cuda, and a local-backend job on cuda sees a CUDA device: one line, before any
+    model loads (verl launches check their GPUs in their preflight, judge_rl/backends/verl/preflight.py)."""
+    if cluster.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"cluster.device={cluster.device!r}: expected auto, cpu or cuda")
+    if cluster.backend == "local" and cluster.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"cluster={cluster.name} (cluster.device=cuda): no CUDA device is visible here; "
+                             "use cluster=local (cpu, or cuda where one is visible)")
+
+
 def validate_model(model: ModelConfig, checkpoint: Optional[str] = None, checkpoint_key: str = "judge.checkpoint") -> None:
     """The judge's weights can be found: a known source, an existing directory where one is named."""
     if model.source not in MODEL_SOURCES:

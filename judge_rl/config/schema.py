@@ -109,6 +109,8 @@ class TrainerConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     rollout_engine: str = "auto"  # auto | hf | vllm: who samples the local backend's rollouts (judge_rl/rollouts/samplers.py)
+    # auto | padded | shared_prefix: how the local backend's update computes log-probs (judge_rl/updates/batch.py)
+    logprob_pass: str = "auto"
     save_every: int = 5
     keep_checkpoints: int = 2
     # held-out evaluation of the live policy every N RL steps and at the last (0: off); its metrics are

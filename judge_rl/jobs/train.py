@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.recipes.stages import eval_engine
 from judge_rl.rollouts.samplers import resolve_rollout_engine
+from judge_rl.updates.batch import resolve_logprob_pass
 from judge_rl.backends import BACKENDS
 from judge_rl.config import (
     JOB_RANGES,
@@ -27,6 +28,7 @@ from judge_rl.config import (
     STAGES,
     JobConfig,
     RewardConfig,
+    check_cluster_device,
     check_ranges,
     typed_config,
     validate_model,
@@ -107,6 +109,7 @@ def validate(job: JobConfig) -> None:
     check_ranges(job, JOB_RANGES)
     validate_model(job.model)
     resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
+    resolve_logprob_pass(job.trainer.logprob_pass, "cpu")  # an unknown pass: one line
     eval_engine(job.eval.server, job.model.source, "cpu")  # an unknown eval.server: one line
     for split in ("train", "eval"):
         spec = getattr(job.data, split)
@@ -127,8 +130,7 @@ def validate(job: JobConfig) -> None:
         raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
     if job.dry_run and job.cluster.backend != "verl":
         raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
-    if job.cluster.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
+    check_cluster_device(job.cluster)
     check_ignored_groups(job, recipe)
     if recipe.validate is not None:
         recipe.validate(job)

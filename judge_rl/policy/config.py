@@ -25,6 +25,7 @@ from typing import Any, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.rollouts.samplers import resolve_rollout_engine
+from judge_rl.updates.batch import resolve_logprob_pass
 from judge_rl.config import (
     JOB_RANGES,
     ClusterConfig,
@@ -33,6 +34,7 @@ from judge_rl.config import (
     ModelConfig,
     ReportConfig,
     TrainerConfig,
+    check_cluster_device,
     check_ranges,
     typed_config,
     validate_model,
@@ -301,6 +303,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     check_ranges(job, POLICY_RANGES)
     validate_model(job.model)
     resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
+    resolve_logprob_pass(job.trainer.logprob_pass, "cpu")  # an unknown pass: one line
     r, j, a = job.policy_reward, job.judge, job.algorithm
     _choice(r.name, "policy_reward.name", tuple(POLICY_REWARDS.names()))  # judge_rl/policy/rewards/<name>.py
     spec = POLICY_REWARDS.get(r.name)
@@ -363,8 +366,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
                              f"{', '.join(GENERATED_INSTRUCTION_IDS)}")
     if job.cluster.backend not in BACKENDS:
         raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
-    if job.cluster.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"cluster.device={job.cluster.device!r}: expected auto, cpu or cuda")
+    check_cluster_device(job.cluster)
     if job.dry_run and job.cluster.backend != "verl":
         raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
     check_online_algorithm(a, job.trainer.prompts_per_step)

@@ -182,6 +182,7 @@ def test_a_step_above_the_failure_rate_stops_the_run_before_its_update(tmp_path,
     (["policy_data=rubric_file", "policy_data.path=/nonexistent.jsonl"], "/nonexistent.jsonl"),
     (["policy_data.instruction_ids=[punctuation:no_comma,keywords:nope]"], "policy_data.instruction_ids: ['keywords:nope']"),
     (["trainer.rollout_engine=sglang"], "trainer.rollout_engine='sglang': expected one of auto, hf, vllm"),
+    (["trainer.logprob_pass=flash"], "trainer.logprob_pass='flash': expected auto or one of padded, shared_prefix"),
     (["task_eval.n=0"], "task_eval.n=0: expected >= 1"),
     (["++judge.quality_run=/nonexistent"], "judge.quality_run=/nonexistent: no results.json there"),
 ])  # fmt: skip

@@ -26,7 +26,8 @@ from judge_rl.data.pairs import JudgeItem
 from judge_rl.reports.judge_metrics import verdict_metrics
 from judge_rl.rollouts import Generation, HFSampler, Sampler, encode_chat
 from judge_rl.rollouts.generation import OnGroup
-from judge_rl.updates.batch import RolloutBatch, build_batch, response_values, shared_prefix_log_probs, token_level_scores
+from judge_rl.updates.batch import (LOGPROB_PASSES, RolloutBatch, build_batch, resolve_logprob_pass, response_values,
+                                    row_index, shared_prefix_log_probs, token_level_scores)
 
 
 def compute_advantages(
@@ -104,6 +105,8 @@ class LocalBackend:
         self.algo, self.trainer = algo, trainer
         self.messages_fn, self.score_fn = messages_fn, score_fn
         self.device = next(policy.parameters()).device
+        # how the update computes log-probs (trainer.logprob_pass: one padded forward, or one per prompt group)
+        self.logprob_pass = LOGPROB_PASSES[resolve_logprob_pass(trainer.logprob_pass, self.device.type)]
         # the optimizer from the same keys the verl backend writes (judge_rl/backends/algorithm.py)
         self.keys = verl_algorithm_keys(algo)
         self.optimizer = torch.optim.AdamW(
@@ -189,11 +192,21 @@ class LocalBackend:
         return ScoredRollouts(batch, scores, rewards, [g.text for g in generations], [g.finished for g in generations])
 
     # -- update ----------------------------------------------------------------------------------
+    def _clock(self) -> float:
+        """perf_counter once the device's queued work is done (CUDA launches return at once): the timing_s/* splits
+        measure the work, at one sync per split, not per micro-batch."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
     @torch.no_grad()
     def _log_probs(self, model, batch: RolloutBatch) -> torch.Tensor:
-        """Old or reference log-probs of the whole batch: one forward per prompt group (no gradient, so
-        no micro-batching is needed to bound memory beyond a group's)."""
-        return shared_prefix_log_probs(model, batch.to(self.device), self.trainer.temperature, with_entropy=False)[0].cpu()
+        """Old or reference log-probs of the whole batch (on the device, as `batch` is): the shared-prefix pass runs
+        one group at a time, the padded pass one micro-batch at a time (no gradient: memory is bounded by that)."""
+        chunk = len(batch) if self.logprob_pass is shared_prefix_log_probs else self.algo.ppo_micro_batch_size
+        return torch.cat([self.logprob_pass(model, batch.select(range(s, min(s + chunk, len(batch)))),
+                                            self.trainer.temperature, with_entropy=False)[0]
+                          for s in range(0, len(batch), chunk)])  # fmt: skip
 
     def update(self, rollouts: ScoredRollouts, timing: dict[str, float]) -> dict[str, float]:
         algo, batch = self.algo, rollouts.batch
@@ -204,12 +217,15 @@ class LocalBackend:
         # With one epoch over one mini-batch the policy has not moved when the loss is taken, so the
         # old log-probs equal the current ones detached; verl recomputes them, we save that forward.
         single_pass = algo.ppo_epochs == 1 and mini == B and not algo.use_kl_in_reward
-        t = time.perf_counter()
-        old_log_prob = None if single_pass else self._log_probs(self.policy, batch)
-        timing["timing_s/old_log_prob"] = time.perf_counter() - t
-        t = time.perf_counter()
-        ref_log_prob = self._log_probs(self.reference, batch) if needs_ref else None
-        timing["timing_s/ref"] = time.perf_counter() - t
+        t = self._clock()
+        # the step's batch goes to the device once; micro-batches are slices of it (row_index), and the per-token
+        # tensors the loss reads (old and reference log-probs, advantages) stay there too
+        on_device = batch.to(self.device)
+        old_log_prob = None if single_pass else self._log_probs(self.policy, on_device)
+        timing["timing_s/old_log_prob"] = self._clock() - t
+        t = self._clock()
+        ref_log_prob = self._log_probs(self.reference, on_device) if needs_ref else None
+        timing["timing_s/ref"] = self._clock() - t
 
         values = None
         if self.critic is not None:
@@ -222,7 +238,8 @@ class LocalBackend:
         kl_metrics: dict[str, float] = {}
         if algo.use_kl_in_reward:
             token_level_rewards, kl_metrics = apply_kl_penalty(
-                token_level_rewards, old_log_prob, ref_log_prob, batch.response_mask, self.kl_ctrl, algo.kl_penalty
+                token_level_rewards, old_log_prob.cpu(), ref_log_prob.cpu(), batch.response_mask, self.kl_ctrl,
+                algo.kl_penalty,
             )
         advantages, returns = compute_advantages(algo, token_level_rewards, batch.response_mask, batch.uids, values)
         timing["timing_s/adv"] = time.perf_counter() - t
@@ -237,8 +254,9 @@ class LocalBackend:
             # verl's critic warm-up: the critic learns the returns before the actor follows its advantages
             return {**kl_metrics, **critic_metrics, **self._advantage_metrics(advantages, returns, batch)}
 
-        t = time.perf_counter()
+        t = self._clock()
         self.policy.train()
+        advantages_on_device = advantages.to(self.device)
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
 
@@ -249,8 +267,11 @@ class LocalBackend:
         grad_norms = []
         # the trainer's log-probs of the sampled tokens before this update, against the sampler's (another engine)
         sampler_check = batch.rollout_log_probs is not None
-        actor_old = old_log_prob if old_log_prob is not None or not sampler_check else torch.zeros_like(batch.rollout_log_probs)
+        # (on the device until the update ends: filling it per micro-batch reads nothing back)
+        actor_old = old_log_prob if old_log_prob is not None or not sampler_check else torch.zeros_like(on_device.rollout_log_probs)
         cfg = actor_config(algo, micro)  # verl's ActorConfig, from the mapping both backends read
+        # verl's actor computes no entropy at coefficient 0; the local one logs it, without a graph (no backward cost)
+        entropy_grad = bool(cfg.entropy_coeff)
         for _epoch in range(cfg.ppo_epochs):
             for mini_start in range(0, B, mini):
                 mini_idx = list(range(mini_start, min(mini_start + mini, B)))  # the last may be short (masked samples)
@@ -262,19 +283,23 @@ class LocalBackend:
                     loss_scale_factor=cfg.loss_scale_factor,
                 )
                 self.optimizer.zero_grad(set_to_none=True)
-                pg_total = kl_total = ent_total = 0.0
+                # the losses' sums stay on the device until the mini-batch ends: a .item() per micro-batch would wait
+                # for its backward before the next forward could be queued
+                pg_total = kl_total = ent_total = torch.zeros((), device=self.device)
                 for micro_start in range(0, len(mini_idx), micro):
                     idx = mini_idx[micro_start : micro_start + micro]
-                    part = batch.select(idx).to(self.device)
+                    rows = row_index(idx, self.device)
+                    part = on_device.select(idx)
                     mask = part.response_mask
-                    log_prob, entropy = shared_prefix_log_probs(self.policy, part, self.trainer.temperature, with_entropy=True)
-                    old = log_prob.detach() if old_log_prob is None else old_log_prob[idx].to(self.device)
+                    log_prob, entropy = self.logprob_pass(self.policy, part, self.trainer.temperature, with_entropy=True,
+                                                          entropy_grad=entropy_grad)  # fmt: skip
+                    old = log_prob.detach() if old_log_prob is None else old_log_prob[rows]
                     if sampler_check and old_log_prob is None and _epoch == 0:
-                        actor_old[idx] = old.float().cpu()
+                        actor_old[rows] = old.to(actor_old.dtype)
                     pg_loss, pg_metrics = self.policy_loss_fn(
                         old_log_prob=old,
                         log_prob=log_prob,
-                        advantages=advantages[idx].to(self.device),
+                        advantages=advantages_on_device[rows],
                         response_mask=mask,
                         loss_agg_mode=cfg.loss_agg_mode,
                         config=cfg,
@@ -284,13 +309,13 @@ class LocalBackend:
                     if cfg.entropy_coeff:
                         loss = loss - cfg.entropy_coeff * entropy_loss
                     if cfg.use_kl_loss:
-                        kld = core_algos.kl_penalty(log_prob, ref_log_prob[idx].to(self.device), cfg.kl_loss_type)
+                        kld = core_algos.kl_penalty(log_prob, ref_log_prob[rows], cfg.kl_loss_type)
                         kl_loss = core_algos.agg_loss(kld, mask, cfg.loss_agg_mode, **cfg.global_batch_info)
                         loss = loss + cfg.kl_loss_coef * kl_loss
-                        kl_total += kl_loss.item()
+                        kl_total = kl_total + kl_loss.detach()
                     loss.backward()
-                    pg_total += pg_loss.item()
-                    ent_total += entropy_loss.item()
+                    pg_total = pg_total + pg_loss.detach()
+                    ent_total = ent_total + entropy_loss.detach()
                     for k, v in pg_metrics.items():
                         add(k, v)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.keys[f"{ACTOR}.grad_clip"])
@@ -302,11 +327,12 @@ class LocalBackend:
                 if cfg.use_kl_loss:
                     add("actor/kl_loss", kl_total)
         self.optimizer.zero_grad(set_to_none=True)
-        timing["timing_s/update_actor"] = time.perf_counter() - t
+        timing["timing_s/update_actor"] = self._clock() - t
 
         metrics = {k: sums[k] / counts[k] for k in sums}
         if sampler_check:
-            metrics.update(sampler_mismatch_metrics(batch.rollout_log_probs, actor_old, batch.response_mask, batch.responses))
+            metrics.update(sampler_mismatch_metrics(batch.rollout_log_probs, actor_old.cpu(), batch.response_mask,
+                                                    batch.responses))  # fmt: skip
         metrics["actor/grad_norm"] = float(np.mean(grad_norms))
         metrics["actor/lr"] = self.optimizer.param_groups[0]["lr"]
         return {**metrics, **kl_metrics, **critic_metrics, **self._advantage_metrics(advantages, returns, batch)}
