@@ -75,6 +75,11 @@ def apply_kl_penalty(
     return rewards, {"actor/reward_kl_penalty": current_kl, "actor/reward_kl_penalty_coeff": beta}
 
 
+# the most float32 logits one no-grad padded forward holds (2^28: 1 GiB; 42 rows of 128-token responses over SmolLM2's
+# 49k vocabulary), the old and reference log-prob passes' batch bound
+NO_GRAD_LOGITS = 2**28
+
+
 @dataclass
 class ScoredRollouts:
     batch: RolloutBatch
@@ -202,8 +207,13 @@ class LocalBackend:
     @torch.no_grad()
     def _log_probs(self, model, batch: RolloutBatch) -> torch.Tensor:
         """Old or reference log-probs of the whole batch (on the device, as `batch` is): the shared-prefix pass runs
-        one group at a time, the padded pass one micro-batch at a time (no gradient: memory is bounded by that)."""
-        chunk = len(batch) if self.logprob_pass is shared_prefix_log_probs else self.algo.ppo_micro_batch_size
+        one group at a time; the padded pass as many rows at a time as keep their float32 logits within
+        NO_GRAD_LOGITS elements (no graph is kept, so the logits are what bounds memory), at least a micro-batch:
+        a launch-bound GPU does the whole of a small step in one or two forwards."""
+        chunk = len(batch)
+        if self.logprob_pass is not shared_prefix_log_probs:
+            per_row = (batch.responses.shape[1] + 1) * model.config.vocab_size
+            chunk = max(self.algo.ppo_micro_batch_size, NO_GRAD_LOGITS // per_row)
         return torch.cat([self.logprob_pass(model, batch.select(range(s, min(s + chunk, len(batch)))),
                                             self.trainer.temperature, with_entropy=False)[0]
                           for s in range(0, len(batch), chunk)])  # fmt: skip
