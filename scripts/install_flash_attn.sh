@@ -4,8 +4,8 @@
 # verl 0.9.1 loads models with attn_implementation=flash_attention_2 and names flash-attn 2.8.3 as its
 # version. `--no-build-isolation` makes flash-attn's setup see the installed torch: it downloads the
 # prebuilt wheel for this torch / CUDA / C++ ABI when one is published and compiles against it otherwise
-# (MAX_JOBS bounds the compiler's memory). Without flash-attn, run verl with PyTorch's SDPA instead:
-#   python -m judge_rl cluster=... +cluster.verl_overrides.actor_rollout_ref.model.override_config.attn_implementation=sdpa
+# (MAX_JOBS bounds the compiler's memory). Without flash-attn, judge_rl gives verl's actor and reference PyTorch's SDPA
+# (judge_rl/models/attention.py); a critic (PPO) needs flash-attn all the same: verl 0.9.1 hard-codes it there.
 set -euo pipefail
 python - <<'PY'
 import sys

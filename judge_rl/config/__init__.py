@@ -1,7 +1,8 @@
 """judge_rl's configuration, the bottom floor of the package: it imports no other judge_rl package but `models.dirs`.
 
     schema   the dataclasses behind conf/ (RunBase, JobBase, JobConfig, EvalJobConfig, ModelConfig, JudgeClientConfig, ...)
-    checks   checks that need no registry: typed_config, check_ranges, validate_model, check_cluster_device
+    checks   checks that need no registry: typed_config, check_ranges, validate_model, check_cluster_device,
+             check_local_machine
     paths    where conf/ is, and one config file of a group read and typed (load_group_file)
 
 The checks that consult registries (recipes, rewards, benchmarks, servers) sit above them: judge_rl/jobs/.
@@ -13,6 +14,7 @@ from judge_rl.config.checks import (  # noqa: F401
     MODEL_RANGES,
     MODEL_SOURCES,
     check_cluster_device,
+    check_local_machine,
     check_ranges,
     typed_config,
     validate_model,

@@ -92,10 +92,15 @@ MODEL_SOURCES = ("gguf_package", "hub", "local", "tiny_random")
 
 
 def check_cluster_device(cluster: Any) -> None:
-    """`cluster.device` is auto, cpu or cuda, and a local-backend job on cuda sees a CUDA device: one line, before any
-    model loads (verl launches check their GPUs in their preflight, judge_rl/backends/verl/preflight.py)."""
+    """`cluster.device` is auto, cpu or cuda (whether this machine has the device is the job's check when it starts,
+    `check_local_machine`: a config for a GPU composes and validates anywhere)."""
     if cluster.device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"cluster.device={cluster.device!r}: expected auto, cpu or cuda")
+
+
+def check_local_machine(cluster: Any) -> None:
+    """A local-backend job on cuda sees a CUDA device: one line when a job starts, before any data or model loads
+    (verl launches check their GPUs in their preflight, judge_rl/backends/verl/preflight.py)."""
     if cluster.backend == "local" and cluster.device == "cuda":
         import torch
 

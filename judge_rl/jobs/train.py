@@ -29,6 +29,7 @@ from judge_rl.config import (
     JobConfig,
     RewardConfig,
     check_cluster_device,
+    check_local_machine,
     check_ranges,
     typed_config,
     validate_model,
@@ -56,6 +57,7 @@ def run_job(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         from judge_rl.recipes.online_rl import judge_rl_task
 
         return dry_run(job, run_dir, judge_rl_task(job))
+    check_local_machine(job.cluster)
     return RECIPES.get(job.algorithm.recipe).run(job, run_dir)
 
 

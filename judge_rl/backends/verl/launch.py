@@ -25,9 +25,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from judge_rl import stopping
 from judge_rl.config import dotted_leaves
-from judge_rl.backends.verl.preflight import preflight
-from judge_rl.backends.verl.translate import validate, verl_config
+from judge_rl.backends.verl.preflight import check_machine, machine_packages, preflight, probe_machine, raise_problems
+from judge_rl.backends.verl.translate import ATTENTION_KEY, TRAINING_MODELS, validate, verl_config
 from judge_rl.models.arch import model_arch
+from judge_rl.models.attention import flash_attn_importable
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.reports.logging import hydra_context, wandb_mode, wandb_run_labels
@@ -78,12 +79,29 @@ def translated(job: LaunchJob, run_dir: Path, task: RLTask) -> tuple[DictConfig,
     return cfg, verl
 
 
-def prepare(job: LaunchJob, run_dir: Path, task: RLTask) -> tuple[DictConfig, Path, list[str], dict[str, str]]:
+def attention_line(job: LaunchJob, cfg: DictConfig) -> str | None:
+    """The one log line of a GPU job whose training models run SDPA because flash_attn does not import here
+    (translate.attention_values); None where nothing fell back (flash_attn imports, or a CPU job: SDPA only)."""
+    if job.cluster.device != "cuda" or flash_attn_importable():
+        return None
+    models = [m for m in TRAINING_MODELS if (m != "critic.model" or cfg.critic.enable)]
+    used = ", ".join(f"{m} {OmegaConf.select(cfg, f'{m}.{ATTENTION_KEY}')} (use_remove_padding="
+                     f"{str(OmegaConf.select(cfg, f'{m}.use_remove_padding')).lower()})" for m in models)
+    return (f"verl attention (flash_attn does not import here): {used}; bash scripts/install_flash_attn.sh installs "
+            f"flash-attn, +cluster.verl_overrides.<model>.{ATTENTION_KEY}=... chooses")
+
+
+def prepare(job: LaunchJob, run_dir: Path, task: RLTask, *, launch: bool = False
+            ) -> tuple[DictConfig, Path, list[str], dict[str, str]]:  # fmt: skip
     """`translated`, then verl's own checks, the config written to <run_dir>/verl/ppo_trainer.yaml and the preflight
-    checks (preflight.py) passed; returns the config, its path, the launch command and the launch environment."""
+    checks (preflight.py) passed; returns the config, its path, the launch command and the launch environment.
+    `launch`: this machine launches it, so its environment is checked too (preflight.check_machine)."""
     run_dir = Path(run_dir)
     cfg, verl = translated(job, run_dir, task)
     env = task_env(job, run_dir, verl)
+    line = attention_line(job, cfg)
+    if line:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line, however long
     validate(cfg)
     path = run_dir / "verl" / "ppo_trainer.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,9 +112,18 @@ def prepare(job: LaunchJob, run_dir: Path, task: RLTask) -> tuple[DictConfig, Pa
         cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}", env,
         {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
          "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
-        cluster=job.cluster, judge=verl.judge,
+        cluster=job.cluster, judge=verl.judge, found=probe_machine(env, machine_packages(cfg)) if launch else None,
     )  # fmt: skip
     return cfg, path, command, env
+
+
+def check_launch_machine(job: LaunchJob, run_dir: Path, task: RLTask) -> None:
+    """preflight.check_machine on the job's translated config, for a job that reaches its verl launch only after
+    other stages (the main job's SFT init and evaluations): a machine without vLLM or the job's GPUs fails before any
+    model loads instead of minutes later (the launch checks again, with the rest of the preflight)."""
+    cfg, verl = translated(job, Path(run_dir), task)
+    env = task_env(job, Path(run_dir), verl)
+    raise_problems(check_machine(cfg, job.cluster, env, probe_machine(env, machine_packages(cfg))))
 
 
 def task_env(job: LaunchJob, run_dir: Path, verl: VerlTask, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -171,7 +198,8 @@ def dry_run(job: LaunchJob, run_dir: Path, task: RLTask) -> dict[str, Any]:
     """Everything a launch does (data exported, config translated, validated and written, preflight) but the
     launch; prints the command and the config."""
     cfg, path, command, _ = prepare(job, run_dir, task)
-    console.print(f"[bold]verl dry run[/bold]: would launch\n  {shown_command(job, command)}\nwith {path}:")
+    console.print(f"[bold]verl dry run[/bold]: would launch\n  {shown_command(job, command)}\nwith {path} (the launch "
+                  "also checks the machine it starts on: the rollout engine's package, the GPUs, flash_attn):")
     console.print(OmegaConf.to_yaml(cfg), markup=False, highlight=False)
     return {"run_dir": str(run_dir), "verl_config": str(path), "command": command,
             "experiment_name": cfg.trainer.experiment_name}  # fmt: skip
@@ -182,7 +210,7 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
     """RL on verl, in its own process (`python -m judge_rl.backends.verl.entry <config>`): every step verl logged
     is passed to `log(metrics, step)`, even when verl crashed later; returns the last checkpoint merged into a
     Hugging Face directory (<run_dir>/rl_model). The local backend's live evaluation (task.eval_fn) is not run."""
-    cfg, path, command, env = prepare(job, run_dir, task)
+    cfg, path, command, env = prepare(job, run_dir, task, launch=True)
     console.print(f"verl: launching {shown_command(job, command)}")
     try:
         # a SIGTERM to this job goes on to verl's process, which stops (its last checkpoint is what a re-run resumes

