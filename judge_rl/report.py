@@ -5,7 +5,8 @@
 
 Rows are the swept choices (the Hydra overrides that differ between points), columns the chosen metrics
 (flat cell names of judge_rl/reports/schema.py; `report.columns` in a sweep file, or `--columns`). A
-point that failed, was interrupted or never finished is a row that says so, never dropped. A cell with a
+point that failed, was interrupted or never finished is a row that says so, never dropped; so is a point
+one of whose files cannot be read (`unreadable: <file>: ...`). A cell with a
 bootstrap interval shows it (`0.500 [0.41, 0.59]`). The published numbers of the table a sweep
 regenerates (`--paper`, `report.paper`; judge_rl/reports/paper_results.yaml) are columns of their own,
 titled with the paper, its model and scale. `--versus <value>` (`report.versus`) compares each policy point's after
@@ -31,7 +32,7 @@ from typing import Any, Sequence
 
 from judge_rl.reports.logging import sweep_group
 from judge_rl.reports.paper import PaperTable, load_paper_table
-from judge_rl.reports.schema import DEFAULT_REPORT_COLUMNS, RunRecord, override_choices, read_run, title
+from judge_rl.reports.schema import DEFAULT_REPORT_COLUMNS, RunRecord, override_choices, read_run_or_unreadable, title
 
 REPORT_STEM = "report"
 
@@ -126,7 +127,7 @@ def build_table(paths: Sequence[Path], columns: Sequence[str] | None = None, pap
     """The report of the run directories under `paths` (see the module docstring); with `versus` (a swept value
     naming one point, e.g. `oracle`), each finished policy point gains `versus/<suite>/<metric>` cells: its after
     scores minus that point's, paired by prompt (judge_rl/policy/ifeval_run.py `after_versus`)."""
-    records = [read_run(p) for p in point_dirs(paths)]
+    records = [read_run_or_unreadable(p) for p in point_dirs(paths)]
     labels = swept_labels(records)
     rows = [Row(label, r.run_dir, r.status, r.error, r.cells, choices) for (label, choices), r in zip(labels, records)]
     if versus:

@@ -115,6 +115,31 @@ def test_a_sweep_naming_an_unknown_option_fails_in_one_line_before_any_point_run
     assert rc == 1 and err.strip().startswith("judge_rl: error: reward=strenght: no such reward option; available:")
 
 
+def test_a_sweep_needing_an_unset_environment_variable_fails_in_one_line_before_any_point_runs(tmp_path, monkeypatch):
+    """On the main before this, sweeps/judge_quality.yaml without JUDGE_RL_LADDER ran its oracle point, then failed
+    every judge point with an InterpolationResolutionError."""
+    from hydra import compose, initialize_config_dir
+
+    from judge_rl.config.paths import CONF_DIR
+    from judge_rl.jobs.shell import missing_sweep_env
+
+    env = {k: v for k, v in os.environ.items() if k != "JUDGE_RL_LADDER"}
+    proc = subprocess.Popen([sys.executable, "-m", "judge_rl.policy", "-m", "+sweeps=judge_quality", "dry_run=true",
+                             f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env={**env, "HYDRA_FULL_ERROR": ""},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    rc, out, err = finish(proc, timeout=120)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 1 and len(lines) == 1, err[-2000:]
+    assert lines[0] == ("judge_rl: error: JUDGE_RL_LADDER is not set, and the sweep's points reward_judge=ladder_sft_more "
+                        "and 4 more read it: export JUDGE_RL_LADDER=<dir>, the directory `python -m judge_rl -m "
+                        "+sweeps=judge_ladder (sweeps/judge_ladder.yaml)` writes its points into (run that sweep first)")
+    assert not (tmp_path / "sweep").exists()  # not even the oracle point ran
+    monkeypatch.setenv("JUDGE_RL_LADDER", str(tmp_path / "ladder"))  # set: the check lets the sweep run
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="policy", overrides=["+sweeps=judge_quality"], return_hydra_config=True)
+    assert missing_sweep_env(cfg) is None
+
+
 def test_the_choice_check_leaves_other_config_directories_to_hydra(tmp_path, monkeypatch):
     """Options from --config-dir, a hydra.searchpath or $JUDGE_RL_ROOT's experiments are not refused by the check."""
     from judge_rl.jobs.shell import unknown_choice

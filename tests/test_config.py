@@ -35,6 +35,11 @@ def eval_job(*overrides: str):
         ("trainer.top_p=0", r"trainer.top_p=0.0: expected \(0, 1\]"),
         ("sft.batch_size=0", "sft.batch_size=0: expected >= 1"),
         ("eval.benchmark_limit=0", "eval.benchmark_limit=0: expected >= 1"),
+        ("algorithm.lr=inf", "algorithm.lr=inf: expected a finite number > 0"),
+        ("algorithm.lr=nan", "algorithm.lr=nan: expected a finite number > 0"),
+        ("algorithm.grad_clip=inf", "algorithm.grad_clip=inf: expected a finite number > 0"),
+        ("sft.lr=inf", "sft.lr=inf: expected a finite number > 0"),
+        ("trainer.temperature=inf", "trainer.temperature=inf: expected a finite number > 0"),
     ],
 )
 def test_main_job_refuses_out_of_range_fields(override, message):
@@ -50,6 +55,7 @@ def test_main_job_refuses_out_of_range_fields(override, message):
         ("server.max_retries=-1", "server.max_retries=-1: expected >= 0"),
         ("benchmark.limit=-1", "benchmark.limit=-1: expected >= 1"),
         ("server.concurrency=0", "server.concurrency=0: expected >= 1"),
+        ("server.timeout_s=inf", "server.timeout_s=inf: expected a finite number > 0"),
     ],
 )
 def test_eval_app_refuses_out_of_range_fields(override, message):

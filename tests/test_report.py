@@ -143,6 +143,38 @@ def test_a_point_without_results_is_a_row_that_says_so(tmp_path):
     assert table.records()[0][2:] == ["-"] * len(DEFAULT_REPORT_COLUMNS)
 
 
+def test_a_point_with_an_unreadable_file_is_a_row_naming_the_file_and_the_rest_is_written(tmp_path, capsys):
+    from judge_rl.reports.schema import new_results, write_results
+    from judge_rl.rundir import write_status
+
+    sweep = tmp_path / "sweep"
+    broken = {"1": ("results.json", "[]"), "2": ("status.json", '["finished"]'),
+              "3": ("resolved_config.yaml", "reward:\n  name: [strength\n"), "4": ("results.json", '{"schema": "judge_rl.res')}
+    for i, reward in enumerate(["strength", "margin", "binary", "judgelrm", "consistency"]):
+        point = sweep / str(i)
+        (point / ".hydra").mkdir(parents=True)
+        (point / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"reward={reward}"]))
+        (point / "resolved_config.yaml").write_text(yaml.safe_dump({"reward": {"name": reward}}))
+        write_status(point, "finished")
+        doc = new_results("main", point, overrides=[f"reward={reward}"])
+        doc["wall_s"] = 7.0
+        write_results(point, doc)
+        if str(i) in broken:
+            name, text = broken[str(i)]
+            (point / name).write_text(text)
+    assert report_main([str(sweep), "--columns", "wall_s"]) == 0
+    md = (sweep / "report.md").read_text()
+    rows = {line.split(" | ")[0].strip("| "): line for line in md.splitlines() if line.startswith("| reward=")}
+    assert rows["reward=strength"].endswith("| finished | 7 |")
+    assert f"unreadable: {sweep}/1/results.json: a list, expected an object" in rows["reward=margin"]
+    assert f"unreadable: {sweep}/2/status.json: a list, expected an object" in rows["reward=binary"]
+    assert f"unreadable: {sweep}/3/resolved_config.yaml: not valid YAML" in rows["reward=judgelrm"]
+    assert f"unreadable: {sweep}/4/results.json: not valid JSON" in rows["reward=consistency"]
+    with (sweep / "report.csv").open() as f:
+        assert [r["status"] for r in csv.DictReader(f)] == ["finished"] + ["unreadable"] * 4
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_paper_numbers_sit_in_their_own_columns_matched_by_the_swept_key():
     t = load_paper_table("judgelrm_table1")
     assert t.value({"reward": "judgelrm"}, "Qwen2.5-7B-Instruct/pandalm/f1") == 75.05

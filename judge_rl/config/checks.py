@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
@@ -21,7 +22,8 @@ def typed_config(cfg: DictConfig, schema: type):
 
 
 # Numeric fields and the values they accept ("op bound", or an interval "[a, b]" / "(a, b]"); None, where
-# a field is Optional, means "not set" and passes. Checked before any model loads, with the key named.
+# a field is Optional, means "not set" and passes. Checked before any model loads, with the key named; inf and
+# nan are refused by every rule (`algorithm.lr=inf` would pass "> 0" and fail as nan probabilities at step 2).
 MODEL_RANGES = {"model.max_prompt_length": ">= 1"}
 JOB_RANGES = {
     **MODEL_RANGES,
@@ -68,6 +70,8 @@ EVAL_RANGES = {
 
 
 def _accepts(value: float, rule: str) -> bool:
+    if not math.isfinite(value):
+        return False
     rule = rule.strip()
     if rule[0] in "[(":
         lo, hi = (float(x) for x in rule[1:-1].split(","))
@@ -79,13 +83,15 @@ def _accepts(value: float, rule: str) -> bool:
 
 
 def check_ranges(job: Any, ranges: dict[str, str]) -> None:
-    """Refuse a numeric field outside its range, naming the key: `trainer.save_every=0: expected >= 1`."""
+    """Refuse a numeric field outside its range, or not finite, naming the key: `trainer.save_every=0: expected >= 1`,
+    `algorithm.lr=inf: expected a finite number > 0`."""
     for key, rule in ranges.items():
         value = job
         for part in key.split("."):
             value = getattr(value, part)
         if value is not None and not _accepts(value, rule):
-            raise ValueError(f"{key}={value}: expected {rule}")
+            finite = "" if math.isfinite(value) else "a finite number "
+            raise ValueError(f"{key}={value}: expected {finite}{rule}")
 
 
 MODEL_SOURCES = ("gguf_package", "hub", "local", "tiny_random")

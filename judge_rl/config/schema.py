@@ -201,7 +201,7 @@ class ServerConfig(JudgeClientConfig):
     # vllm (GPU, or vLLM's CPU build where no CUDA device is visible: judge_rl/servers/vllm.py)
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.85  # GPU only
-    max_model_len: Optional[int] = None  # null: the model's context on a GPU, 2048 on a CPU
+    max_model_len: Optional[int] = None  # null: the model's own context, shortened to what the KV cache holds
     enforce_eager: Optional[bool] = None  # no CUDA graphs / compilation; null: true on a CPU, false on a GPU
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -250,6 +251,36 @@ def fit_context(server, tasks: Sequence[Task], max_new_tokens: int, what: str) -
     return [t for t in tasks if task_unit(t) not in too_long], too_long
 
 
+# how servers refuse a prompt longer than their context: vLLM (offline and its HTTP server), OpenAI's API,
+# llama.cpp's server, judge_rl.servers.http
+CONTEXT_REFUSAL = re.compile(r"maximum context length|context_length_exceeded|exceeds? the available context|"
+                             r"prompt contains at least \d+ input tokens", re.I)
+
+
+def refused_as_too_long(records: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The units a server refused as longer than its context (an endpoint whose context this process could not
+    learn before sending, `fit_context`), by unit id with the server's reason: too long, like the ones left out
+    before sending, not a server failure that withholds the score."""
+    out: dict[str, str] = {}
+    for r in records:
+        error = r.get("server_error") or ""
+        if error and CONTEXT_REFUSAL.search(error):
+            out.setdefault(record_unit(r), f"refused by the server: {' '.join(error.split())[:300]}")
+    return out
+
+
+def _move_refused(run: JudgeRun, too_long: dict[str, str], what: str) -> None:
+    """Count the units the server refused as too long (`refused_as_too_long`) with the too-long ones, not as failures."""
+    refused = refused_as_too_long(run.records)
+    if not refused:
+        return
+    first = next(iter(refused.items()))
+    console.print(f"[yellow]{what}: the server refused {len(refused)} units as longer than its context, e.g. "
+                  f"{first[0]}: {first[1]}[/yellow]")
+    run.counts["server_failures"] -= sum(record_unit(r) in refused and bool(r.get("server_error")) for r in run.records)
+    too_long.update(refused)
+
+
 def answered_units(units: Sequence[Any], records: Sequence[dict[str, Any]], max_failure_rate: float):
     """Split off the units any of whose requests got no answer (a server failure is not a verdict, and
     never takes a benchmark's credit for a tie or an unreadable output). Returns the units and records to
@@ -304,12 +335,14 @@ def evaluate_benchmark(
     if not loaded.units:
         raise ValueError(f"benchmark {spec.name}: {spec.path} gave no rows (subsets={list(spec.subsets)}, limit={spec.limit})")
     tasks, too_long = fit_context(server, benchmark.tasks(loaded.units, prompt, spec), max_new_tokens, f"benchmark {spec.name}")
-    units = [u for u in loaded.units if unit_key(u) not in too_long]
     run = judge_tasks(
         server, tasks, out_dir / "judgments.jsonl", max_new_tokens=max_new_tokens, chunk_size=chunk_size,
         label=label or f"judging {spec.name}", reward=reward,
     )
-    scored_units, scored_records, scoring = answered_units(units, run.records, max_server_failure_rate)
+    _move_refused(run, too_long, f"benchmark {spec.name}")
+    units = [u for u in loaded.units if unit_key(u) not in too_long]
+    records = [r for r in run.records if record_unit(r) not in too_long]
+    scored_units, scored_records, scoring = answered_units(units, records, max_server_failure_rate)
     if scoring["status"] == "withheld":
         scores: dict[str, Any] = {"official": None, "harness": {"overall": {}, "by_subset": {}}}
     else:
@@ -329,9 +362,9 @@ def evaluate_benchmark(
             "units": len(loaded.units),
             "skipped_rows": len(loaded.skipped),
             "too_long_units": len(too_long),
-            "parse_failures": sum(bool(r["parse_error"]) and not r.get("server_error") for r in run.records),
+            "parse_failures": sum(bool(r["parse_error"]) and not r.get("server_error") for r in records),
         },
-        "parse_failure_reasons": failure_reasons(run.records),
+        "parse_failure_reasons": failure_reasons(records),
         "skipped_rows": loaded.skipped[:20],
         "too_long": dict(list(too_long.items())[:20]),
         "seconds": seconds,
@@ -362,8 +395,10 @@ def evaluate_pairs(
     tasks, too_long = fit_context(server, PairBenchmark().tasks(pairs, prompt, spec=None), max_new_tokens, label)
     run = judge_tasks(server, tasks, out_path, max_new_tokens=max_new_tokens, chunk_size=chunk_size,
                       label=f"judging ({label})", reward=reward)
+    _move_refused(run, too_long, label)
     kept = [p for p in pairs if p.pair_id not in too_long]
-    _, scored_records, scoring = answered_units(kept, run.records, max_server_failure_rate)
+    records = [r for r in run.records if record_unit(r) not in too_long]
+    _, scored_records, scoring = answered_units(kept, records, max_server_failure_rate)
     metrics = harness_metrics(scored_records)
     return {
         "overall": metrics["overall"],
@@ -372,5 +407,6 @@ def evaluate_pairs(
         "judged_now": run.counts["judged_now"],
         "reused": run.counts["reused"],
         "counts": {**run.counts, "too_long_units": len(too_long)},
-        "parse_failure_reasons": failure_reasons(run.records),
+        "parse_failure_reasons": failure_reasons(records),
+        "too_long": dict(list(too_long.items())[:20]),
     }

@@ -15,12 +15,16 @@
 - A config-group choice that names no option (`algorithm=nope`, or one value of a sweep) fails before anything
   runs with one line listing the available options.
 - `--dry-run` is sugar for the override `dry_run=true`.
+- A sweep whose points read an environment variable that is not set (`${oc.env:JUDGE_RL_LADDER}` in
+  conf/reward_judge/ladder_*.yaml) fails before any point runs, with one line saying what to set and which sweep
+  makes the directory it names (`SweepReport.on_multirun_start`, `missing_sweep_env`).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -101,7 +105,7 @@ def unknown_choice(argv: list[str]) -> str | None:
         overrides = OverridesParser.create().parse_overrides([a for a in argv if not a.startswith("-")])
     except Exception:  # noqa: BLE001  a malformed override: Hydra's own message says what is wrong
         return None
-    roots = (CONF_DIR, Path(os.environ.get("JUDGE_RL_ROOT") or REPO_ROOT))  # conf/config.yaml's search path
+    roots = _config_roots()
     for o in overrides:
         group = o.key_or_group
         dirs = [d / group for d in roots if not group.startswith("hydra") and (d / group).is_dir()]
@@ -117,6 +121,76 @@ def unknown_choice(argv: list[str]) -> str | None:
             if isinstance(value, str) and not any((d / f"{value}.yaml").is_file() for d in dirs):
                 known = sorted({p.stem for d in dirs for p in d.glob("*.yaml") if not p.stem.startswith("_")})
                 return f"{group}={value}: no such {group} option; available: {', '.join(known)}"
+    return None
+
+
+_ENV_NO_DEFAULT = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _config_roots() -> tuple[Path, ...]:
+    return (CONF_DIR, Path(os.environ.get("JUDGE_RL_ROOT") or REPO_ROOT))  # conf/config.yaml's search path
+
+
+def _swept_option_files(overrides: list[str]) -> list[tuple[str, Path]]:
+    """The config-group option files that overrides (`+reward_judge=a,b`, sweeps included) choose, as
+    ("group=value", file); choices that name no file (plain values, globs, ranges) are left out."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:  # noqa: BLE001  a malformed override: Hydra's own message says what is wrong
+        return []
+    out = []
+    for o in parsed:
+        group = o.key_or_group
+        if o.is_delete() or group.startswith("hydra"):
+            continue
+        if o.value_type == ValueType.ELEMENT:
+            values = [o.value()]
+        elif o.value_type in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP):
+            values = list(o.value().list)
+        else:
+            continue
+        for value in values:
+            for root in _config_roots():
+                path = root / group / f"{value}.yaml"
+                if isinstance(value, str) and path.is_file():
+                    out.append((f"{group}={value}", path))
+                    break
+    return out
+
+
+def env_maker(name: str) -> str | None:
+    """The sweep whose points are written under `$name` (its `hydra.sweep.dir` is `${oc.env:name}`), as the command
+    that runs it; None when no sweep of sweeps/ does."""
+    for root in _config_roots():
+        for sweep in sorted((root / "sweeps").glob("*.yaml")):
+            text = sweep.read_text()
+            if re.search(r"^\s*dir:\s*\$\{oc\.env:" + re.escape(name) + r"\}", text, re.M):
+                app = "judge_rl.policy" if "\n# job: judge_rl.policy" in text else "judge_rl"
+                return f"python -m {app} -m +sweeps={sweep.stem} (sweeps/{sweep.name})"
+    return None
+
+
+def missing_sweep_env(config: DictConfig) -> str | None:
+    """One line for the first environment variable that a point of this multirun reads without a default
+    (`${oc.env:NAME}` in a swept config-group option) and that is not set: which points read it, what to set, and
+    which sweep makes the directory; None when every one is set. Without it such a sweep runs its other points and
+    fails each of these with an InterpolationResolutionError."""
+    overrides = [str(o) for o in (config.hydra.overrides.get("task") or [])]
+    params = config.hydra.sweeper.get("params") or {}
+    overrides += [f"{k}={v}" for k, v in params.items()]
+    readers: dict[str, list[str]] = {}
+    for choice, path in _swept_option_files(overrides):
+        for name in _ENV_NO_DEFAULT.findall(path.read_text()):
+            if not os.environ.get(name) and choice not in readers.setdefault(name, []):
+                readers[name].append(choice)
+    for name, choices in readers.items():
+        maker = env_maker(name)
+        made = f", the directory `{maker}` writes its points into (run that sweep first)" if maker else ""
+        more = f" and {len(choices) - 1} more" if len(choices) > 1 else ""
+        return f"{name} is not set, and the sweep's points {choices[0]}{more} read it: export {name}=<dir>{made}"
     return None
 
 
@@ -185,7 +259,14 @@ def sweep_failures(sweep_dir: Path) -> list[str]:
 class SweepReport(Callback):
     """At the end of a multirun: write the sweep's table (`python -m judge_rl.report`, with the config's
     `report.*`) into the sweep directory, then list the points that did not finish, and exit 1 if there
-    are any (their rows in the table say so too)."""
+    are any (their rows in the table say so too). At its start: refuse, in one line, a sweep whose points read an
+    environment variable that is not set (`missing_sweep_env`), before any point runs."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        missing = missing_sweep_env(config)
+        if missing is not None:
+            print(f"judge_rl: error: {missing}", file=sys.stderr, flush=True)
+            sys.exit(1)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)

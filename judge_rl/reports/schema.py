@@ -15,10 +15,11 @@ records:
      "plots": [...], "wall_s": float, "final_stage": <stage>}
 
   where an <evaluation> is ``{"official", "metrics", "by_subset", "ci", "counts",
-  "parse_failure_reasons", "scoring"}``: the benchmark authors' score(s) (None for held-out pairs), the
+  "parse_failure_reasons", "scoring", "too_long"}``: the benchmark authors' score(s) (None for held-out pairs), the
   both-order diagnostics (accuracy per order, consistent accuracy, position consistency, A-preference,
-  parse failures), the same per subset, a 95% bootstrap interval of each headline metric over pairs, and
-  the counts. Stages are `base`, `sft`, `rl` (main job) and `eval` (eval app).
+  parse failures), the same per subset, a 95% bootstrap interval of each headline metric over pairs, the
+  counts, and the units left out as longer than the judge's context (id -> why, with the lengths). Stages are
+  `base`, `sft`, `rl` (main job) and `eval` (eval app).
 
 `read_run(run_dir)` reads all of it back as one `RunRecord`, whose `cells` are the flat metric names a
 report table selects (`rl/held_out/consistent_accuracy`, `rl/llmbar_natural/official/accuracy`,
@@ -196,6 +197,8 @@ def evaluation_entry(summary: dict[str, Any], records: Iterable[dict[str, Any]] 
         "counts": summary.get("counts", {}),
         "parse_failure_reasons": summary.get("parse_failure_reasons", {}),
         "scoring": summary.get("scoring", {}),
+        # the units left out as longer than the judge's context (first 20: id -> prompt tokens, budget, context)
+        "too_long": summary.get("too_long", {}),
     }
 
 
@@ -270,31 +273,60 @@ class RunRecord:
 
 def read_run(run_dir: Path) -> RunRecord:
     """A run directory read back: its status (a run that wrote results but no final status is not
-    finished), its overrides, its resolved config and its results as flat cells."""
-    from judge_rl.rundir import read_status
+    finished), its overrides, its resolved config and its results as flat cells. A file that is there but
+    cannot be read as what it should be (torn JSON or YAML, a list where an object belongs, an older schema)
+    raises ValueError naming the file; `read_run_or_unreadable` turns that into a row of its own."""
+    from judge_rl.rundir import STATUS_FILE
 
     run_dir = Path(run_dir)
-    status = read_status(run_dir) or {}
-    config: dict[str, Any] = {}
-    resolved = run_dir / "resolved_config.yaml"
-    if resolved.exists():
-        import yaml
-
-        config = yaml.safe_load(resolved.read_text()) or {}
-    results = None
+    status = _read_object(run_dir / STATUS_FILE, "JSON") or {}
+    config = _read_object(run_dir / "resolved_config.yaml", "YAML") or {}
     path = run_dir / RESULTS_FILE
-    if path.exists():
-        try:
-            results = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
-        if results.get("schema") != SCHEMA:
-            raise ValueError(f"{path}: schema {results.get('schema')!r}, expected {SCHEMA!r} (written by an older judge_rl)")
+    results = _read_object(path, "JSON")
+    if results is not None and results.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: schema {results.get('schema')!r}, expected {SCHEMA!r} (written by an older judge_rl)")
     overrides = results["overrides"] if results and results.get("overrides") else hydra_overrides(run_dir)
-    record = RunRecord(run_dir, status.get("status", "missing"), status.get("error"), overrides, config, results)
+    if not isinstance(overrides, list):
+        raise ValueError(f"{path}: overrides is {type(overrides).__name__}, expected a list")
+    record = RunRecord(run_dir, str(status.get("status", "missing")), status.get("error"), overrides, config, results)
     if results is not None:
-        record.cells = flat_cells(results)
+        try:
+            record.cells = flat_cells(results)
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            raise ValueError(f"{path}: not a results document ({type(e).__name__}: {e})") from None
     return record
+
+
+def read_run_or_unreadable(run_dir: Path) -> RunRecord:
+    """`read_run`, or where one of the point's files cannot be read, a record with status `unreadable` whose error
+    names the file (its label still from .hydra/overrides.yaml): one broken point is one row, not a lost table."""
+    try:
+        return read_run(run_dir)
+    except (ValueError, OSError) as e:
+        return RunRecord(Path(run_dir), "unreadable", str(e), hydra_overrides(run_dir), {}, None)
+
+
+def _read_object(path: Path, kind: str) -> dict[str, Any] | None:
+    """A JSON or YAML file holding one object (a mapping), None where there is no file."""
+    if not path.exists():
+        return None
+    try:
+        text = path.read_text()
+        if kind == "JSON":
+            doc = json.loads(text)
+        else:
+            import yaml
+
+            doc = yaml.safe_load(text)
+            if doc is None:
+                return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: cannot be read ({e})") from None
+    except Exception as e:  # noqa: BLE001  json.JSONDecodeError, yaml.YAMLError: a torn file
+        raise ValueError(f"{path}: not valid {kind} ({' '.join(str(e).split())[:200]})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: a {type(doc).__name__}, expected an object")
+    return doc
 
 
 def flat_cells(doc: dict[str, Any]) -> dict[str, Any]:

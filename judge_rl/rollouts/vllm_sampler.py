@@ -5,7 +5,9 @@ How, through vLLM's public API only:
 - the engine runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0` while it is built), so a weight refresh
   hands the policy's tensors over without a copy between processes;
 - it starts from the policy as it is (saved once to a temporary directory: config, tokenizer, weights), so a
-  resumed or SFT-initialised policy needs nothing else;
+  resumed or SFT-initialised policy needs nothing else; the directory is removed once the engine is built, and
+  one left by a process killed while its engine started (kill -9: hundreds of MB) is removed by the next start
+  on this host (`rollout_workdir`: the owner's pid and host are in the folder's name);
 - `sync(policy)`: `LLM.collective_rpc("reload_weights", weights_iterator=...)` (vLLM's in-place reload, with its
   layer-wise post-processing), then `LLM.reset_prefix_cache()`, since KV blocks cached under the old weights
   are wrong under the new ones;
@@ -22,7 +24,10 @@ OpenMP threads to the cores (VLLM_CPU_OMP_THREADS_BIND, default auto) and from t
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -31,6 +36,43 @@ from typing import Sequence
 from judge_rl.rollouts.generation import Generation, OnGroup
 
 GPU_MEMORY_UTILIZATION = 0.3
+WORKDIR_PREFIX = "judge_rl_rollout_vllm_"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.-]", "", socket.gethostname()) or "host"
+
+
+def remove_orphan_workdirs(parent: Path | None = None) -> list[Path]:
+    """Remove the temporary model folders (`judge_rl_rollout_vllm_<pid>@<host>@*` under `parent`, the temp directory
+    by default) whose owner process on this host is gone: what a start killed before its `finally` leaves (kill -9,
+    OOM). Returns the folders removed; a live owner's folder, another host's (a temp directory shared between
+    containers, whose pids this one cannot see), or one whose name carries no pid, is left alone."""
+    parent = Path(parent or tempfile.gettempdir())
+    removed = []
+    for path in parent.glob(f"{WORKDIR_PREFIX}*"):
+        m = re.match(re.escape(WORKDIR_PREFIX) + r"(\d+)@([A-Za-z0-9.-]+)@", path.name)
+        if m and m.group(2) == _host() and path.is_dir() and not _alive(int(m.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def rollout_workdir(parent: Path | None = None) -> Path:
+    """A fresh temporary folder for the policy's weights while the engine is built, named with this process's pid
+    so that, should this process die before removing it, the next start removes it (`remove_orphan_workdirs`)."""
+    remove_orphan_workdirs(parent)
+    return Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}@{_host()}@", dir=parent))
 
 
 class VLLMSampler:
@@ -49,11 +91,11 @@ class VLLMSampler:
 
         device = next(policy.parameters()).device
         cpu = device.type == "cpu"
-        workdir = Path(tempfile.mkdtemp(prefix="judge_rl_rollout_vllm_"))
-        save_model(policy, tokenizer, workdir / "model")
-        if cpu:
-            cpu_environment()
+        workdir = rollout_workdir()
         try:
+            save_model(policy, tokenizer, workdir / "model")
+            if cpu:
+                cpu_environment()
             llm = in_process_llm(  # in this process: weights are handed over by reference, not copied
                 model=str(workdir / "model"),
                 dtype="float32" if cpu else str(next(policy.parameters()).dtype).removeprefix("torch."),

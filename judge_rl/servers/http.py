@@ -5,7 +5,10 @@
 Serves POST /v1/chat/completions (a request naming another `model` than the one served gets 404
 `model_not_found`, as vLLM answers; a route under the wrong method 405; the chat template is applied, then greedy generation up to
 `max_tokens`; `temperature` > 0 samples with `top_p`; `stop`, a string or up to 4, ends the reply before
-the first of them with finish_reason "stop", as OpenAI's API does) and GET /v1/models. It exists so a judge can be
+the first of them with finish_reason "stop", as OpenAI's API does), GET /v1/models (with the served context,
+`max_model_len`, as vLLM's server lists it) and POST /tokenize (vLLM's: a chat's token count after the template and
+the served context, `{"count", "max_model_len", "tokens"}`, so a client leaves out a prompt that cannot fit before
+sending it). It exists so a judge can be
 reached over the OpenAI chat API without a GPU server: evaluation through `OpenAIServer`, and the
 policy job's reward calls (`judge_rl.servers.endpoint`, engine local).
 
@@ -54,7 +57,7 @@ from typing import Any, Callable
 from judge_rl.rollouts import encode_chat, generate
 
 HOST = "127.0.0.1"
-ROUTES = {"GET": ("/v1/models", "/models"), "POST": ("/v1/chat/completions", "/chat/completions")}
+ROUTES = {"GET": ("/v1/models", "/models"), "POST": ("/v1/chat/completions", "/chat/completions", "/tokenize")}
 GARBAGE = b"<html>garbage"
 
 
@@ -202,7 +205,7 @@ class ChatCompletionServer:
             prompt = encode_chat(self.tokenizer, messages)
         except Exception as e:  # noqa: BLE001
             return 400, _error(f"could not apply the chat template: {e}", "invalid_request_error")
-        context = getattr(self.model.config, "max_position_embeddings", None)
+        context = self.context_length
         if context is not None and len(prompt) + max_tokens > context:  # as vLLM's server: refused, not run for minutes
             return 400, _error(f"this model's maximum context length is {context} tokens; the prompt has {len(prompt)} "
                                f"and max_tokens is {max_tokens}", "invalid_request_error")
@@ -220,8 +223,29 @@ class ChatCompletionServer:
         assert request.answer is not None
         return request.answer
 
+    @property
+    def context_length(self) -> int | None:
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def tokenize(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, payload) for vLLM's POST /tokenize with `messages`: the prompt's ids as the chat route renders
+        them, and the served context."""
+        model = body.get("model")
+        if model is not None and model != self.model_name:
+            return 404, _error(f"The model `{model}` does not exist; this server serves `{self.model_name}`",
+                               "NotFoundError", param="model", code="model_not_found")  # fmt: skip
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return 400, _error("`messages` must be a non-empty list of {role, content} strings", "invalid_request_error")
+        try:
+            prompt = encode_chat(self.tokenizer, messages)
+        except Exception as e:  # noqa: BLE001
+            return 400, _error(f"could not apply the chat template: {e}", "invalid_request_error")
+        return 200, {"count": len(prompt), "max_model_len": self.context_length, "tokens": prompt}
+
     def models(self) -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "judge_rl"}]}
+        return {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "judge_rl",
+                                            "max_model_len": self.context_length}]}  # fmt: skip
 
     def _completion(self, text: str, finish_reason: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
         return {
@@ -386,6 +410,17 @@ def _make_handler(server: ChatCompletionServer):
             raw = self.rfile.read(length) if length else b""
             if self._route() not in ROUTES["POST"]:
                 self._no_route("POST")
+                return
+            if self._route() == "/tokenize":  # not a chat request: no test hook, not counted
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError as e:
+                    body = None
+                    self._reply(400, _error(f"invalid JSON: {e}", "invalid_request_error"))
+                if isinstance(body, dict):
+                    self._reply(*server.tokenize(body))
+                elif body is not None:
+                    self._reply(400, _error("body is not a JSON object", "invalid_request_error"))
                 return
             with server._count_lock:
                 server.requests_seen += 1

@@ -13,6 +13,11 @@ or error messages. Here a reply cut at `max_new_tokens` comes back with its text
 harness's parsers count truncation); a request that got no answer is a `Completion.failure` whose error
 is the client's short detail (the status with the server's own message, or the exception, and the attempts).
 
+A prompt that cannot fit the endpoint's context with `max_new_tokens` is left out before it is sent (`too_long`)
+where the endpoint says how long a chat is and how much it serves: vLLM's POST /tokenize (`count`, `max_model_len`),
+which the project's own server (servers/http.py) answers too. Where it does not (the OpenAI API, llama.cpp), the
+first such probe turns the check off, and the endpoint's own refusal is counted as too long by the harness.
+
 Identical requests (same model, messages and parameters) are sent once per server and answered from an
 in-memory cache afterwards (`cache_hits`); failures are not cached. `complete()` is synchronous: it runs
 its requests on a fresh event loop, in the calling thread, or in a worker thread when the calling thread
@@ -21,7 +26,11 @@ already runs an event loop.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+import urllib.error
+import urllib.request
 
 from judge_rl.config import JudgeClientConfig
 from judge_rl.servers.client import AsyncJudgeClient, JudgeReply, complete_many
@@ -53,6 +62,8 @@ class OpenAIServer:
         self._cache: dict[str, Completion] = {}
         self._cache_hits = 0
         self._lock = threading.Lock()
+        base = self.base_url.rstrip("/")
+        self._tokenize_url: str | None = (base[: -len("/v1")] if base.endswith("/v1") else base) + "/tokenize"
 
     @property
     def stats(self) -> dict[str, int]:
@@ -86,6 +97,30 @@ class OpenAIServer:
 
     def request_key(self, messages: list[dict], max_new_tokens: int) -> str:
         return stable_hash({"engine": self.identity, **self.client.body(messages, max_new_tokens)})
+
+    def too_long(self, messages: list[dict], max_new_tokens: int) -> str | None:
+        """Why this request cannot fit the endpoint's context, by the endpoint's own count (POST /tokenize), or None
+        when it fits or the endpoint cannot say (then the check is off for this server: see the module docstring)."""
+        if self._tokenize_url is None:
+            return None
+        body = json.dumps({"model": self.model, "messages": messages, "add_generation_prompt": True}).encode()
+        key = os.environ.get(self.client.api_key_env)
+        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+        request = urllib.request.Request(self._tokenize_url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.client.timeout_s) as reply:
+                answer = json.loads(reply.read())
+            n, context = int(answer["count"]), answer.get("max_model_len")
+        except urllib.error.HTTPError as e:
+            if e.code in (404, 405, 501):  # no such route here: the endpoint cannot say
+                self._tokenize_url = None
+            return None  # else this request alone (a malformed conversation: the chat call says why)
+        except (OSError, ValueError, KeyError, TypeError):  # unreachable, or not vLLM's answer
+            self._tokenize_url = None
+            return None
+        if context is not None and n + max_new_tokens > int(context):
+            return f"prompt of {n} tokens + max_new_tokens {max_new_tokens} > the served context of {context}"
+        return None
 
     def __enter__(self) -> "OpenAIServer":
         return self

@@ -9,8 +9,12 @@ what to install.
 On a machine without a CUDA device vLLM runs on the CPU (`vllm_settings`): float32 whatever the model's
 dtype (as server=hf computes on a CPU; the judge's identity then says `vllm-cpu`), eager execution unless
 `server.enforce_eager=false` (torch.compile at start-up: the embedded model's server was ready in ~86 s
-compiled, 20-40 s eager, on 2 shared cores), `max_model_len` 2048 unless set (the KV cache is host
-memory), and `VLLM_CPU_KVCACHE_SPACE` (GiB of KV cache) 2 unless the environment sets it. There the engine runs
+compiled, 20-40 s eager, on 2 shared cores), and `VLLM_CPU_KVCACHE_SPACE` (GiB of KV cache) 2 unless the
+environment sets it. On either device the served context (`max_model_len`) is, unless set, the model's own
+(`max_position_embeddings`) where the KV cache holds one sequence of it, else as long as it holds (vLLM's auto-fit,
+`max_model_len=-1`): a judge trained on long pairs is not served a shorter context than `server=hf` gives it. A
+prompt that does not fit it with `max_new_tokens` is left out before it is sent (`too_long`, counted by the
+harness), and one vLLM refuses anyway fails alone, never its batch (`complete`). There the engine runs
 in this process (`in_process_llm`: ready in ~3-5 s for the embedded model); on a GPU vLLM starts its engine
 process with the `spawn` method, so a script that builds this server needs an `if __name__ == "__main__":` guard
 (`python -m judge_rl.eval` has one).
@@ -38,10 +42,12 @@ def model_dir(model_cfg, cache_dir: str, checkpoint: str | None) -> str:
     return model_cfg.path
 
 
-# vLLM on a CPU: the KV cache in GiB (VLLM_CPU_KVCACHE_SPACE, when the environment does not set it) and the
-# context when none is configured
+# vLLM on a CPU: the KV cache in GiB (VLLM_CPU_KVCACHE_SPACE, when the environment does not set it), and the context of
+# the colocated rollout engine (judge_rl/rollouts/vllm_sampler.py) when none is configured
 CPU_KVCACHE_SPACE_GIB = "2"
 CPU_MAX_MODEL_LEN = 2048
+# vLLM's max_model_len for "the model's own context, shortened to what the KV cache holds" (auto-fit)
+AUTO_FIT_MAX_MODEL_LEN = -1
 # vLLM on a CPU reads `gpu_memory_utilization` as the share of host memory that must be free when it starts (the KV
 # cache itself is VLLM_CPU_KVCACHE_SPACE): an engine in a process that already holds models (the eval app, a
 # colocated sampler) cannot count on 85% of the machine being free. 0.3 (7 GiB of 24) covers weights and KV cache.
@@ -77,15 +83,16 @@ def cuda_available() -> bool:
 
 
 def vllm_settings(model_dtype: str, max_model_len: int | None, enforce_eager: bool | None, cpu: bool) -> dict:
-    """vLLM's dtype, enforce_eager and max_model_len for a judge (pure). On a GPU: the model's dtype
-    ("auto", vLLM's choice from the model's config, for float32), enforce_eager as set (null: false, CUDA
-    graphs), max_model_len as set (null: the model's own). On a CPU: float32, enforce_eager null -> true,
-    max_model_len null -> CPU_MAX_MODEL_LEN."""
+    """vLLM's dtype, enforce_eager and max_model_len for a judge (pure). max_model_len as set, null -> the model's
+    own context where the KV cache holds it, else the longest it holds (AUTO_FIT_MAX_MODEL_LEN). On a GPU: the
+    model's dtype ("auto", vLLM's choice from the model's config, for float32), enforce_eager as set (null: false,
+    CUDA graphs). On a CPU: float32, enforce_eager null -> true."""
+    context = AUTO_FIT_MAX_MODEL_LEN if max_model_len is None else max_model_len
     if cpu:
         return {"dtype": "float32", "enforce_eager": True if enforce_eager is None else bool(enforce_eager),
-                "max_model_len": CPU_MAX_MODEL_LEN if max_model_len is None else max_model_len}  # fmt: skip
+                "max_model_len": context}  # fmt: skip
     return {"dtype": model_dtype if model_dtype != "float32" else "auto", "enforce_eager": bool(enforce_eager),
-            "max_model_len": max_model_len}  # fmt: skip
+            "max_model_len": context}  # fmt: skip
 
 
 def cpu_environment(environ=os.environ) -> None:
@@ -129,6 +136,15 @@ def shutdown_llm(llm) -> None:
     shutdown = getattr(engine_core, "shutdown", None)
     if shutdown is not None:
         shutdown()
+
+
+def _refusals() -> tuple[type[BaseException], ...]:
+    """The exceptions by which vLLM refuses a request it was given (not an engine that broke)."""
+    try:
+        from vllm.exceptions import VLLMClientError
+    except ImportError:  # an older vLLM: its refusals are ValueErrors
+        return (ValueError,)
+    return (ValueError, VLLMClientError)
 
 
 @SERVERS.register("vllm")
@@ -177,21 +193,43 @@ class VLLMServer:
         return stable_hash({"engine": self.identity, "prompt": prompt, "max_new_tokens": max_new_tokens})
 
     def too_long(self, messages: list[dict], max_new_tokens: int) -> str | None:
-        """Why this request cannot fit the served context (vLLM would reject it), or None when it fits."""
+        """Why this request cannot fit the served context (vLLM would reject it), or None when it fits. The prompt's
+        tokens are counted as `llm.chat` renders them (the chat template, then no special tokens added); a list of
+        ids, not transformers 5's default BatchEncoding, whose len() is its number of keys."""
         if self.context_length is None:
             return None
-        n = len(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
+        try:
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                     return_dict=False)
+        except Exception:  # noqa: BLE001  (a malformed conversation fails in `complete`, one request alone)
+            return None
+        n = len(ids)
         if n + max_new_tokens > self.context_length:
             return f"prompt of {n} tokens + max_new_tokens {max_new_tokens} > the model's context of {self.context_length}"
         return None
 
     def complete(self, batch_of_messages: list[list[dict]], *, max_new_tokens: int) -> list[Completion]:
+        """Greedy completions in input order. vLLM checks a whole `chat` call's prompts before it runs any, so one it
+        refuses (over its context, a malformed conversation) would fail the batch: then each prompt is sent alone, and
+        the refused ones are failures with vLLM's reason (the harness counts a context refusal as too long)."""
         from vllm import SamplingParams
 
         params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
-        outputs = self.llm.chat(batch_of_messages, params, use_tqdm=False)
-        results = []
-        for out in outputs:
-            choice = out.outputs[0]
-            results.append(Completion(text=choice.text, error=None, finished=choice.finish_reason != "length"))
-        return results
+        try:
+            outputs = self.llm.chat(batch_of_messages, params, use_tqdm=False)
+        except _refusals():  # vLLM's VLLMValidationError (a client error), or a ValueError of its input checks
+            if len(batch_of_messages) == 1:
+                raise
+            return [self._one(messages, max_new_tokens) for messages in batch_of_messages]
+        return [self._completion(out) for out in outputs]
+
+    def _one(self, messages: list[dict], max_new_tokens: int) -> Completion:
+        try:
+            return self.complete([messages], max_new_tokens=max_new_tokens)[0]
+        except _refusals() as e:
+            return Completion.failure(f"{type(e).__name__}: {' '.join(str(e).split())}")
+
+    @staticmethod
+    def _completion(out) -> Completion:
+        choice = out.outputs[0]
+        return Completion(text=choice.text, error=None, finished=choice.finish_reason != "length")

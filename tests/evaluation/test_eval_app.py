@@ -152,6 +152,27 @@ def test_eval_app_through_an_openai_endpoint(tmp_path, shared_data, tiny_server)
     assert not too_long.ok and "HTTP 400" in too_long.error and "maximum context length is 2048" in too_long.error
 
 
+def test_an_over_long_pair_is_left_out_before_it_reaches_an_openai_endpoint(tmp_path, tiny_server):
+    """On the main before this, the endpoint refused the pair (HTTP 400, over its 2,048-token context), counted as a
+    server failure: the score of the other pairs was withheld. Now the endpoint's own count (POST /tokenize, as vLLM's
+    server answers) leaves it out before it is sent, with its length; the rest is judged and scored."""
+    rows = [{"prompt": f"Question {i}?", "chosen": f"Good answer {i}.", "rejected": f"Bad answer {i}."} for i in range(3)]
+    rows.insert(1, {"prompt": "Question?", "chosen": "A good and long answer. " * 600, "rejected": "Bad."})
+    path = tmp_path / "pref.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = tiny_server()
+    summary = run_eval(compose_eval(["model=tiny-random", "server=openai", f"server.base_url={server.base_url}",
+                                     "server.max_retries=0", "benchmark=preference", f"benchmark.path={path}",
+                                     "server.max_new_tokens=4", f"run_dir={tmp_path / 'run'}"]))  # fmt: skip
+    assert summary["scoring"]["status"] == "complete" and summary["harness"]["overall"]["n_pairs"] == 3
+    assert summary["counts"]["too_long_units"] == 1 and summary["counts"]["server_failures"] == 0
+    assert server.requests_seen == 6  # the 3 pairs in both orders: the long one was never sent
+    (reason,) = summary["too_long"].values()
+    assert reason.startswith("prompt of ") and "+ max_new_tokens 4 > the served context of 2048" in reason
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["evaluations"]["eval"]["benchmarks"]["preference"]["too_long"] == summary["too_long"]
+
+
 def test_eval_config_errors_fail_before_any_model_loads(tmp_path):
     with pytest.raises((ValueError, MissingMandatoryValue), match="base_url"):
         run_eval(compose_eval([*TINY, "server=openai", f"run_dir={tmp_path}"]))

@@ -43,6 +43,54 @@ def test_the_rollout_engine_choice(monkeypatch):
         resolve_rollout_engine("vllm", "cpu", "gguf_package")
 
 
+CHILD_START = """
+import sys, tempfile, torch
+from judge_rl.models.loading import load_model, load_tokenizer
+from judge_rl.rollouts import build_sampler
+from judge_rl.servers.http import load_model_config
+cfg = load_model_config("tiny-random")
+tokenizer = load_tokenizer(cfg, sys.argv[1])
+build_sampler("vllm", load_model(cfg, sys.argv[1], torch.device("cpu"), seed=0), tokenizer)
+"""
+
+
+def test_a_start_killed_mid_way_leaves_a_folder_the_next_start_removes(tmp_path):
+    """On the main before this, kill -9 while the engine started left judge_rl_rollout_vllm_* (the policy's weights,
+    517 MB for a 135M model) in the temp directory for good. Real: a child starts the colocated engine and is killed
+    once the weights are on disk."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from judge_rl.rollouts.vllm_sampler import remove_orphan_workdirs, rollout_workdir
+
+    require_vllm()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    child = subprocess.Popen([sys.executable, "-c", CHILD_START, str(CACHE_DIR)], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("judge_rl_rollout_vllm_*/model/config.json")):
+        if child.poll() is not None:
+            pytest.fail(f"the child ended before its weights were saved: {child.stderr.read().decode()[-2000:]}")
+        assert time.monotonic() < deadline, "the child saved no weights in 120 s"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stderr.close()
+    [orphan] = list(tmp_path.glob("judge_rl_rollout_vllm_*"))
+    assert orphan.name.startswith(f"judge_rl_rollout_vllm_{child.pid}@")
+    live = rollout_workdir(tmp_path)  # the next start (what VLLMSampler.from_policy makes first): the orphan is gone
+    assert not orphan.exists() and live.name.startswith(f"judge_rl_rollout_vllm_{os.getpid()}@")
+    assert remove_orphan_workdirs(tmp_path) == [] and live.is_dir()  # a live owner's folder stays
+    # not ours to judge: a name without a pid, and another host's (whose pids this one cannot see)
+    strangers = [tmp_path / "judge_rl_rollout_vllm_abc", tmp_path / f"judge_rl_rollout_vllm_{child.pid}@elsewhere@x1"]
+    for path in strangers:
+        path.mkdir()
+    assert remove_orphan_workdirs(tmp_path) == [] and all(p.is_dir() for p in strangers)
+
+
 @pytest.fixture(scope="module")
 def embedded():
     require_vllm()

@@ -37,9 +37,10 @@ def test_missing_vllm_is_one_clear_line(tmp_path):
 
 
 def test_vllm_settings_on_a_cpu_and_on_a_gpu():
-    assert vllm_settings("float32", None, None, cpu=True) == {"dtype": "float32", "enforce_eager": True, "max_model_len": 2048}
+    # max_model_len unset: the model's own context, fitted to the KV cache (vLLM's -1), on either device
+    assert vllm_settings("float32", None, None, cpu=True) == {"dtype": "float32", "enforce_eager": True, "max_model_len": -1}
     assert vllm_settings("bfloat16", 1024, False, cpu=True) == {"dtype": "float32", "enforce_eager": False, "max_model_len": 1024}
-    assert vllm_settings("float32", None, None, cpu=False) == {"dtype": "auto", "enforce_eager": False, "max_model_len": None}
+    assert vllm_settings("float32", None, None, cpu=False) == {"dtype": "auto", "enforce_eager": False, "max_model_len": -1}
     assert vllm_settings("bfloat16", 4096, True, cpu=False) == {"dtype": "bfloat16", "enforce_eager": True, "max_model_len": 4096}
     env = {}
     cpu_environment(env)
@@ -109,6 +110,49 @@ def test_server_vllm_on_the_cpu_judges_as_server_hf_does(tmp_path, shared_data):
           f"hf {parsed['hf']}/16 vllm {parsed['vllm']}/16; hf {seconds['hf']:.0f}s, vllm {seconds['vllm']:.0f}s (start-up included)")
     assert verdicts >= 0.75 and texts >= 0.75
     assert parsed["vllm"] >= parsed["hf"] - 4  # vLLM's replies parse about as often as hf's
+
+
+@pytest.mark.slow
+def test_server_vllm_serves_the_models_context_and_leaves_out_what_cannot_fit(tmp_path):
+    """On the main before this, one pair too long for the CPU engine's 2,048 tokens aborted the whole evaluation
+    (VLLMValidationError: the pre-check counted a BatchEncoding's keys, 2, as the prompt's tokens), and the served
+    context was 2,048 where the model's own is 8,192."""
+    import json
+
+    from judge_rl.evaluation.benchmarks import get_benchmark
+    from judge_rl.evaluation.harness import build_record, evaluate_benchmark, refused_as_too_long
+    from judge_rl.prompts import get_prompt
+
+    require_vllm()
+    rows = [{"prompt": f"What is {i} + {i}?", "chosen": f"{2 * i}.", "rejected": f"{2 * i + 1}."} for i in range(2)]
+    long_answer = "The answer is four, as two and two make four. " * 1000  # a response repeated: ~12k tokens
+    rows.insert(1, {"prompt": "What is 2 + 2?", "chosen": long_answer, "rejected": "Five."})
+    path = tmp_path / "pref.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    job = to_eval_config(compose_eval(["model=smollm2-135m", "server=vllm", "benchmark=preference", f"benchmark.path={path}",
+                                       "judge.prompt=strength_direct", f"run_dir={tmp_path / 'run'}"]))  # fmt: skip
+    server = build_server(job.server, job.model, job.cache_dir)
+    try:
+        assert server.context_length == 8192  # SmolLM2's max_position_embeddings: its KV cache fits in 2 GiB
+        prompt = get_prompt(job.judge.prompt)
+        summary = evaluate_benchmark(get_benchmark(job.benchmark.kind), job.benchmark, server, prompt, tmp_path / "run",
+                                     max_new_tokens=4)  # fmt: skip
+        assert summary["counts"]["too_long_units"] == 1 and summary["counts"]["judged_now"] == 4
+        assert summary["scoring"]["status"] == "complete" and summary["harness"]["overall"]["n_pairs"] == 2
+        tasks = get_benchmark("preference").tasks(get_benchmark("preference").load(job.benchmark).units, prompt,
+                                                  job.benchmark)  # fmt: skip
+        long_task = next(t for t in tasks if long_answer in json.dumps(t.prompt.messages(t.item)))
+        (unit, reason), = summary["too_long"].items()
+        assert unit == long_task.item.pair.pair_id and "+ max_new_tokens 4 > the model's context of 8192" in reason
+        assert reason.startswith("prompt of ") and int(reason.split()[2]) > 8192  # its length, in tokens
+        # a prompt vLLM refuses anyway fails alone: the other of its batch is answered, the refusal counted as too long
+        good, refused = server.complete([tasks[0].prompt.messages(tasks[0].item), long_task.prompt.messages(long_task.item)],
+                                        max_new_tokens=4)  # fmt: skip
+        assert good.ok and good.text and not refused.ok and "VLLMValidationError" in refused.error
+        record = build_record(long_task, "k", refused)
+        assert list(refused_as_too_long([record])) == [long_task.item.pair.pair_id]
+    finally:
+        server.close()
 
 
 def test_server_auto_picks_vllm_where_it_can_run_and_hf_elsewhere(monkeypatch):
