@@ -138,7 +138,7 @@ class RewardJudgeConfig(JudgeClientConfig):
     batch_wait_s: float = 0.05
     device: str = "auto"
     # vLLM's server (started by the job when base_url is null; judge_rl/servers/endpoint.py)
-    port: int = 8011
+    port: Optional[int] = None  # null: the first free port from 8011, locked for this job; a port: that one or refused
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.5
     startup_timeout_s: float = 900.0
@@ -246,7 +246,7 @@ POLICY_RANGES = {
     "judge.temperature": ">= 0",
     "judge.max_batch": ">= 1",
     "judge.batch_wait_s": ">= 0",
-    "judge.port": ">= 1",
+    "judge.port": "[1, 65535]",
     "judge.tensor_parallel_size": ">= 1",
     "judge.gpu_memory_utilization": "(0, 1]",
     "judge.startup_timeout_s": "> 0",

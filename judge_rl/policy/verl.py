@@ -146,9 +146,11 @@ def judge_model_name(judge: RewardJudgeConfig) -> str:
 
 
 def planned_judge_base_url(judge: RewardJudgeConfig) -> str:
-    """judge.base_url, or where the job will start its judge (127.0.0.1:judge.port; a local judge's port is only
-    known once it listens, so a dry run shows this one)."""
-    return judge.base_url or f"http://127.0.0.1:{judge.port}/v1"
+    """judge.base_url, or where the job will start its judge (127.0.0.1:judge.port, or 8011 with judge.port=null;
+    the port a job picks, and a local judge's, is only known once it listens, so a dry run shows this one)."""
+    from judge_rl.servers.endpoint import PORT_BASE
+
+    return judge.base_url or f"http://127.0.0.1:{judge.port or PORT_BASE}/v1"
 
 
 def reward_workers(judge: RewardJudgeConfig) -> tuple[int, int]:

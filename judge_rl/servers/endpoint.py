@@ -13,15 +13,24 @@ What each `judge.engine` gives:
   openai  `judge.base_url` and `judge.served_model`; nothing is started.
   vllm    `judge.base_url` of a running server, or none: the job runs `vllm serve` with this Python
           (`python -m vllm.entrypoints.cli.main serve`, what the `vllm` console script runs: no script
-          on PATH needed) on 127.0.0.1:`judge.port` as a subprocess with its output in
-          `<log_dir>/vllm_serve.log`, waits until GET /v1/models answers 200 (at most
-          `judge.startup_timeout_s`), and stops it on exit (SIGTERM to its process group, SIGKILL after
-          10 s; a server that died first still has its group stopped, e.g. vLLM's engine process). A
-          server that exits or does not come up fails with one line naming the command, the exit code
-          and the log. It runs on a GPU, or on the CPU where no CUDA device is visible (vLLM's CPU
-          build), where it gets `--dtype float32 --enforce-eager` unless `judge.vllm_args` set them,
-          `--max-model-len 2048` unless `judge.max_model_len` or `judge.vllm_args` set one, and
-          VLLM_CPU_KVCACHE_SPACE=2 (GiB of KV cache) unless the environment sets it.
+          on PATH needed) on 127.0.0.1 as a subprocess with its output in `<log_dir>/vllm_serve.log`, and
+          stops it on exit (SIGTERM to its process group, SIGKILL after 10 s; a server that died first
+          still has its group stopped, e.g. vLLM's engine process). Its port: `judge.port`, refused in
+          one line naming it when another job's judge or anything else holds it; judge.port=null (the
+          default): the first free one from 8011, locked for the job (a per-user flock; vLLM binds with
+          SO_REUSEPORT, and only once its model has loaded, so a bind check alone lets two jobs share a
+          port). Its identity: it serves a per-job model id (`<name>@job-<pid>-<token>`, what every
+          request names), and the job waits until GET /v1/models answers 200 listing that id (at most
+          `judge.startup_timeout_s`): another server answering there fails the start in one line, and a
+          request that reaches another server is refused by it (404), a judge failure, never a grade
+          from another model. Its death: the kernel SIGKILLs it when the job dies (PR_SET_PDEATHSIG),
+          and a watchdog process (judge_rl/servers/watchdog.py) stops its whole process group (vLLM's
+          engine does not watch the API server), so a job killed by SIGKILL leaves no server, memory or
+          port behind. A server that exits or does not come up fails with one line naming the command,
+          the exit code and the log. It runs on a GPU, or on the CPU where no CUDA device is visible
+          (vLLM's CPU build), where it gets `--dtype float32 --enforce-eager` unless `judge.vllm_args`
+          set them, `--max-model-len 2048` unless `judge.max_model_len` or `judge.vllm_args` set one,
+          and VLLM_CPU_KVCACHE_SPACE=2 (GiB of KV cache) unless the environment sets it.
   none    no judge: the context yields None.
 
 Why a subprocess for vLLM rather than the offline `vllm.LLM` (`judge_rl.servers.vllm`): the judge's
@@ -33,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 import shutil
 import signal
@@ -43,7 +53,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import httpx
 
@@ -56,7 +66,8 @@ POLL_INTERVAL_S = 0.25
 
 @dataclass
 class Endpoint:
-    """Where the judge answers: `base_url` (ending in /v1) and the model id to send (`model`).
+    """Where the judge answers: `base_url` (ending in /v1) and the model id to send (`model`; for a vLLM server the
+    job started, its per-job id).
     `server` is the in-process server (engine local), `process` the vLLM server subprocess (engine vllm,
     started by the job), `log_path` that subprocess's output; None when nothing was started."""
 
@@ -75,13 +86,14 @@ def judge_endpoint(
     seed: int = 0,
     *,
     log_dir: str | os.PathLike | None = None,
-    command: Sequence[str] | None = None,
+    command: Sequence[str] | Callable[[int, str], Sequence[str]] | None = None,
 ) -> Iterator[Endpoint | None]:
     """The judge endpoint of a `RewardJudgeConfig` (see the module docstring), stopped on exit.
 
     `log_dir`: where the vLLM server writes its output (default: a fresh temporary directory, kept so the
     log outlives a failure). `command`: for engine vllm, run this instead of `vllm_serve_command(...)` (a test's
-    stand-in server; it must listen on 127.0.0.1:`judge.port`)."""
+    stand-in server): a function of (port, model id) giving the command line of a server that listens on
+    127.0.0.1:port and lists that model id at GET /v1/models, or a fixed command line (one that never gets ready)."""
     engine = judge_cfg.engine
     if engine == "none":
         yield None
@@ -149,10 +161,10 @@ def _sets_flag(args: Sequence[str], *flags: str) -> bool:
 
 
 def vllm_serve_command(judge_cfg, model_path: str, served_name: str, *, cpu: bool = False,
-                       python: str | None = None) -> list[str]:
+                       python: str | None = None, port: int | None = None) -> list[str]:
     """The `vllm serve` command line for a judge (pure: no lookup, nothing run), run as a module of
     `python` (default: this one): `<python> -m vllm.entrypoints.cli.main serve <path> ...`. It
-    listens on 127.0.0.1:`judge.port` only; `judge.vllm_args` come last, so they can add any vllm flag.
+    listens on 127.0.0.1:`port` (default `judge.port`) only; `judge.vllm_args` come last, so they can add any vllm flag.
     `cpu`: vLLM's CPU build, where no CUDA device is visible: `--dtype float32 --enforce-eager` and
     `--max-model-len 2048` (CPU_MAX_MODEL_LEN), each unless `judge.vllm_args` (or `judge.max_model_len`)
     sets it."""
@@ -162,7 +174,7 @@ def vllm_serve_command(judge_cfg, model_path: str, served_name: str, *, cpu: boo
     cmd = [
         python or sys.executable, "-m", VLLM_CLI_MODULE, "serve", str(model_path),
         "--host", HOST,
-        "--port", str(judge_cfg.port),
+        "--port", str(port if port is not None else judge_cfg.port),
         "--served-model-name", served_name,
         "--tensor-parallel-size", str(judge_cfg.tensor_parallel_size),
         "--gpu-memory-utilization", str(judge_cfg.gpu_memory_utilization),
@@ -280,12 +292,110 @@ def _stop(process: subprocess.Popen) -> None:
             time.sleep(0.05)
 
 
+# -- a job's own server: its port, its identity, its death -------------------------------------------
+
+PORT_BASE = 8011  # judge.port=null: the first free port from here (below Linux's ephemeral range, 32768-60999)
+PORT_SPAN = 200
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCHDOG = Path(__file__).with_name("watchdog.py")
+
+
+def _port_lock_dir() -> Path:
+    """Where this user's jobs lock the ports of the judges they serve (one file per port): /tmp, not $TMPDIR, which a
+    scheduler may set per job (SLURM), so that every job on the machine sees the same locks."""
+    path = Path("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()) / f"judge_rl-ports-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def _lock_port(port: int) -> tuple[int | None, str]:
+    """An exclusive flock on this user's lock file of `port`: (its fd, "") when taken, or (None, the holder's pid) when
+    another job (or another endpoint of this one) holds it. The kernel drops it when the holder dies, kill -9 too;
+    `_unlock_port` removes the file. Why a lock besides the bind check: `vllm serve` binds with SO_REUSEPORT, so a
+    second server binds the same port as the first, and it binds only once its model is loaded: two jobs that start
+    together would both see the port free."""
+    import fcntl
+
+    path = _port_lock_dir() / f"{port}.lock"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            return None, holder
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:  # not a file its last holder removed as it was opened
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd, ""
+
+
+def _unlock_port(port: int, fd: int) -> None:
+    """Remove the lock file of `port` (while holding it: no lock file is left per port ever used), then release it."""
+    with contextlib.suppress(OSError):
+        os.unlink(_port_lock_dir() / f"{port}.lock")
+    os.close(fd)
+
+
+def _reserve_port(port: int | None) -> tuple[int, int]:
+    """(port, lock fd) for this job's server: `judge.port`, refused in one line naming it when another job's judge
+    holds it or anything listens there; with judge.port=null, the first port from PORT_BASE that is neither."""
+    if port is not None:
+        fd, holder = _lock_port(port)
+        if fd is None:
+            raise RuntimeError(f"judge.port={port} is taken by another judge_rl job's judge on this machine (pid {holder}); "
+                               f"set judge.port=null (the job picks a free port) or another judge.port")
+        if _port_in_use(port):
+            _unlock_port(port, fd)
+            raise RuntimeError(f"judge.port={port} is in use on {HOST} (a judge already running there? set "
+                               f"judge.base_url=http://{HOST}:{port}/v1 to use it, or judge.port=null for a free port)")
+        return port, fd
+    for candidate in range(PORT_BASE, PORT_BASE + PORT_SPAN):
+        fd, _ = _lock_port(candidate)
+        if fd is None:
+            continue
+        if not _port_in_use(candidate):
+            return candidate, fd
+        _unlock_port(candidate, fd)
+    raise RuntimeError(f"judge.port=null: no free port in {PORT_BASE}-{PORT_BASE + PORT_SPAN - 1} on {HOST}; set judge.port")
+
+
+def job_model_id(name: str) -> str:
+    """The model id this job's server is started with (`--served-model-name`) and every request carries: the judge's
+    name and a per-job token. GET /v1/models must list it before the job grades (another server on the port fails
+    the start in one line), and a request that reaches any other server is refused there (HTTP 404, a judge
+    failure), never graded by another model."""
+    return f"{name}@job-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _parent_death_signal():
+    """A preexec_fn that has the kernel SIGKILL the child when this job dies (Linux prctl PR_SET_PDEATHSIG); None
+    elsewhere. libc is loaded here, before the fork: the child only calls it. The signal follows the thread that
+    started the child, so the thread that enters judge_endpoint must outlive the endpoint (a `with` block does)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def die_with_parent() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return die_with_parent
+
+
 @contextlib.contextmanager
-def _vllm_process(judge_cfg, cache_dir: str, log_dir, command: Sequence[str] | None) -> Iterator[Endpoint]:
+def _vllm_process(judge_cfg, cache_dir: str, log_dir, command) -> Iterator[Endpoint]:
     from judge_rl.servers.vllm import cpu_environment, cuda_available, model_dir
 
     model_cfg = judge_model_config(judge_cfg)
-    name = served_name(judge_cfg, model_cfg)
+    model_id = job_model_id(served_name(judge_cfg, model_cfg))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if command is None:
         if not _vllm_installed():
@@ -295,34 +405,60 @@ def _vllm_process(judge_cfg, cache_dir: str, log_dir, command: Sequence[str] | N
         cpu = not cuda_available()
         if cpu:
             cpu_environment(env)
-        command = vllm_serve_command(judge_cfg, model_dir(model_cfg, cache_dir, judge_cfg.checkpoint), name, cpu=cpu)
-    command = [str(c) for c in command]
-    executable = _resolve_executable(command[0])
-    if executable is None:
-        raise RuntimeError(f"judge.engine=vllm: {command[0]!r} is not on PATH; install vllm (GPU: "
-                           "pip install 'judge_rl[gpu]') or set judge.base_url to a running server")
-    command[0] = executable
-    if _port_in_use(judge_cfg.port):
-        raise RuntimeError(f"judge.port={judge_cfg.port} is in use on {HOST} (a judge already running there? "
-                           f"set judge.base_url=http://{HOST}:{judge_cfg.port}/v1 to use it, or another judge.port)")
-    log_path = Path(log_dir or tempfile.mkdtemp(prefix="judge_vllm_")).expanduser() / LOG_NAME
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    base_url = f"http://{HOST}:{judge_cfg.port}/v1"
-    with open(log_path, "ab") as log:
-        log.write(f"$ {shlex.join(command)}\n".encode())
-        log.flush()
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env=env)
+        path = model_dir(model_cfg, cache_dir, judge_cfg.checkpoint)
+        command = lambda port, model: vllm_serve_command(judge_cfg, path, model, cpu=cpu, port=port)  # noqa: E731
+    elif not callable(command):  # a fixed command line (a test's stand-in that never answers, or exits)
+        fixed = list(command)
+        command = lambda port, model: fixed  # noqa: E731
+    port, lock = _reserve_port(judge_cfg.port)
     try:
-        _wait_ready(process, base_url, judge_cfg.startup_timeout_s, command, log_path)
-        yield Endpoint(base_url, name, "vllm", process=process, log_path=log_path)
+        argv = [str(c) for c in command(port, model_id)]
+        executable = _resolve_executable(argv[0])
+        if executable is None:
+            raise RuntimeError(f"judge.engine=vllm: {argv[0]!r} is not on PATH; install vllm (GPU: "
+                               "pip install 'judge_rl[gpu]') or set judge.base_url to a running server")
+        argv[0] = executable
+        log_path = Path(log_dir or tempfile.mkdtemp(prefix="judge_vllm_")).expanduser() / LOG_NAME
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        base_url = f"http://{HOST}:{port}/v1"
+        with open(log_path, "ab") as log:
+            log.write(f"$ {shlex.join(argv)}\n".encode())
+            log.flush()
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True, env=env, preexec_fn=_parent_death_signal())
+            try:  # its own session: the job's Ctrl-C or group signals never reach it
+                watchdog = subprocess.Popen(
+                    [sys.executable, str(WATCHDOG), str(os.getpid()), str(process.pid), str(STOP_GRACE_S)],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            except BaseException:
+                _stop(process)
+                raise
+        try:
+            _wait_ready(process, base_url, model_id, judge_cfg.startup_timeout_s, argv, log_path)
+            yield Endpoint(base_url, model_id, "vllm", process=process, log_path=log_path)
+        finally:
+            _stop(process)
+            try:  # it exits by itself once the group is gone
+                watchdog.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                watchdog.kill()
+                watchdog.wait()
     finally:
-        _stop(process)
+        _unlock_port(port, lock)
 
 
-def _wait_ready(process: subprocess.Popen, base_url: str, timeout_s: float, command: list[str], log_path: Path) -> None:
-    """Poll GET {base_url}/models until it answers 200; a one-line RuntimeError when the server exits
-    first or `timeout_s` passes."""
+def _served_ids(response: httpx.Response) -> list[str] | None:
+    """The model ids of a GET /models answer, or None when it is not one."""
+    try:
+        return [str(m.get("id")) for m in response.json()["data"]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _wait_ready(process: subprocess.Popen, base_url: str, model_id: str, timeout_s: float, command: list[str],
+                log_path: Path) -> None:
+    """Poll GET {base_url}/models until it answers 200 listing `model_id` (this job's server, not another one on
+    the port); a one-line RuntimeError when the server exits first, another server answers, or `timeout_s` passes."""
     deadline = time.monotonic() + timeout_s
     with httpx.Client(timeout=2.0, trust_env=False) as http:  # 127.0.0.1: never through a proxy
         while True:
@@ -332,10 +468,18 @@ def _wait_ready(process: subprocess.Popen, base_url: str, timeout_s: float, comm
                                    f"answering GET {base_url}/models; log: {log_path} "
                                    f"(last line: {_last_line(log_path)!r})")
             try:
-                if http.get(f"{base_url}/models").status_code == 200:
-                    return
+                response = http.get(f"{base_url}/models")
             except httpx.HTTPError:
-                pass
+                response = None
+            if response is not None and response.status_code == 200:
+                ids = _served_ids(response)
+                if ids is not None and model_id in ids:
+                    return
+                _stop(process)
+                raise RuntimeError(f"judge.engine=vllm: another server answers on {base_url} (GET /models lists "
+                                   f"{ids if ids is not None else 'no model ids'}, not this job's {model_id!r}); "
+                                   f"stopped the one this job started; set judge.port=null (a free port) or another "
+                                   f"judge.port; log: {log_path}")
             if time.monotonic() >= deadline:
                 _stop(process)
                 raise RuntimeError(f"judge.engine=vllm: `{shlex.join(command)}` did not answer GET {base_url}/models "

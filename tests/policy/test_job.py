@@ -289,7 +289,7 @@ def test_judge_faults_need_the_judge_the_job_serves(tmp_path):
         to_policy_config(policy_cfg([f"run_dir={tmp_path}", "judge=openai", "judge.base_url=http://127.0.0.1:9/v1", "judge.served_model=x",
                                      "+judge.faults.fail_every=3"]))  # fmt: skip
     with pytest.raises(ValueError, match=r"judge.faults.\*: .*judge.base_url=http://127.0.0.1:9/v1 reaches another"):
-        to_policy_config(policy_cfg([f"run_dir={tmp_path}", "+judge.base_url=http://127.0.0.1:9/v1",
+        to_policy_config(policy_cfg([f"run_dir={tmp_path}", "judge.base_url=http://127.0.0.1:9/v1",
                                      "judge.faults.fail_every=3"]))  # a local engine reaching a running server
     assert to_policy_config(policy_cfg([f"run_dir={tmp_path}", "judge.faults.fail_every=3"])).judge.faults.fail_every == 3
 

@@ -48,4 +48,5 @@ def test_tiny_policy_job_with_a_vllm_judge_it_starts_and_stops(tmp_path):
     # the job started vLLM's server (this Python's module) and stopped it at the end
     log = run_dir / "judge_server" / "vllm_serve.log"
     assert log.read_text().startswith(f"$ {sys.executable} -m vllm.entrypoints.cli.main serve ")
+    assert f"--port {port} --served-model-name smollm2-135m@job-{os.getpid()}-" in log.read_text()  # its own id
     assert port_free(port) and processes_with(f"--port {port} ") == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -17,6 +18,7 @@ from judge_rl.servers import endpoint as endpoint_module
 from judge_rl.servers.endpoint import Endpoint, judge_endpoint, vllm_serve_command
 
 from conftest import CACHE_DIR
+from vllm_support import port_free
 
 CHAT = [{"role": "user", "content": "Is 2 + 2 = 4? Answer yes or no."}]
 
@@ -40,10 +42,39 @@ def refused(base_url: str) -> bool:
     return False
 
 
-def stand_in(port: int) -> list[str]:
-    """The project's own server in a subprocess, standing in for `vllm serve`."""
+def stand_in(port: int, model: str) -> list[str]:
+    """The project's own server in a subprocess, standing in for `vllm serve` (on the port and with the model id the
+    endpoint gives it)."""
     return [sys.executable, "-m", "judge_rl.servers.http", "--model", "tiny-random", "--port", str(port),
-            "--device", "cpu", "--cache-dir", CACHE_DIR, "--max-batch", "4", "--batch-wait-s", "0.01"]
+            "--served-model-name", model, "--device", "cpu", "--cache-dir", CACHE_DIR, "--max-batch", "4",
+            "--batch-wait-s", "0.01"]
+
+
+# A server that starts in milliseconds: GET /v1/models lists the ids it is given; with a pid file, it first starts a
+# child in its process group that outlives it, as vLLM's engine process outlives a killed `vllm serve`.
+MODELS_SERVER = """
+import http.server, json, subprocess, sys
+port, ids, pid_file = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3]
+if pid_file != "-":
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    open(pid_file, "w").write(str(child.pid))
+class Models(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Models).serve_forever()
+"""
+
+
+def models_server(ids: list[str] | None = None, pid_file="-"):
+    """A `command` for judge_endpoint: MODELS_SERVER on the endpoint's port, listing `ids` (default: the job's id)."""
+    return lambda port, model: [sys.executable, "-c", MODELS_SERVER, str(port), ",".join(ids or [model]), str(pid_file)]
 
 
 def pid_alive(pid: int) -> bool:
@@ -53,6 +84,18 @@ def pid_alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:  # a zombie (exited, not yet reaped by init) is not alive
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def watchdogs_of(pgid: int) -> list[int]:
+    """The live watchdog processes (judge_rl/servers/watchdog.py) minding the server process group `pgid`."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        cmd = p.info["cmdline"] or []
+        if str(endpoint_module.WATCHDOG) in cmd and str(pgid) in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(p.pid)
+    return found
 
 
 def vllm_cfg(**kwargs) -> RewardJudgeConfig:
@@ -136,15 +179,15 @@ def test_vllm_serve_command_on_a_cpu_adds_float32_eager_and_a_context_unless_set
 def test_vllm_engine_starts_a_server_process_waits_for_it_and_stops_it(tmp_path):
     port = free_port()
     cfg = vllm_cfg(port=port, startup_timeout_s=120)
-    with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path, command=stand_in(port)) as endpoint:
-        assert endpoint.base_url == f"http://127.0.0.1:{port}/v1" and endpoint.model == "tiny-random"
+    with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path, command=stand_in) as endpoint:
+        assert endpoint.base_url == f"http://127.0.0.1:{port}/v1" and endpoint.model.startswith("tiny-random@job-")
         assert endpoint.engine == "vllm" and endpoint.server is None
         process = endpoint.process
         assert process is not None and process.poll() is None  # polled until ready, still running
         assert ask(endpoint).status_code == 200
         assert endpoint.log_path == tmp_path / "vllm_serve.log"
     assert process.returncode == 0  # SIGTERM stopped it cleanly (no SIGKILL)
-    assert refused(endpoint.base_url)
+    assert refused(endpoint.base_url) and watchdogs_of(process.pid) == []  # its watchdog went with it
     log = endpoint.log_path.read_text()
     assert log.startswith("$ ") and "judge_rl.servers.http" in log
     assert f"serving tiny-random at http://127.0.0.1:{port}" in log
@@ -200,9 +243,10 @@ def test_a_server_that_dies_leaves_no_process_of_its_group_behind(tmp_path):
     child = tmp_path / "child.pid"
     script = (f"import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
               f"open({str(child)!r}, 'w').write(str(c.pid)); "
-              f"import runpy; sys.argv = {stand_in(port)[2:]!r}; runpy.run_module('judge_rl.servers.http', run_name='__main__')")
+              "import runpy; sys.argv = sys.argv[1:]; runpy.run_module('judge_rl.servers.http', run_name='__main__')")
     cfg = vllm_cfg(port=port, startup_timeout_s=120)
-    with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path, command=[sys.executable, "-c", script]) as endpoint:
+    command = lambda port, model: [sys.executable, "-c", script, *stand_in(port, model)[2:]]  # noqa: E731
+    with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path, command=command) as endpoint:
         process = endpoint.process
         child_pid = int(child.read_text())
         os.kill(process.pid, signal.SIGKILL)
@@ -217,7 +261,7 @@ def test_a_port_already_in_use_is_refused_before_starting(tmp_path):
         busy.listen()
         port = busy.getsockname()[1]
         with pytest.raises(RuntimeError, match=rf"^judge.port={port} is in use on 127.0.0.1"):
-            with judge_endpoint(vllm_cfg(port=port), CACHE_DIR, log_dir=tmp_path, command=stand_in(port)):
+            with judge_endpoint(vllm_cfg(port=port), CACHE_DIR, log_dir=tmp_path, command=stand_in):
                 pass
     assert not (tmp_path / "vllm_serve.log").exists()
 
@@ -234,3 +278,126 @@ def test_judge_engine_auto_serves_with_vllm_unless_the_projects_server_is_needed
                                                          base_url="http://127.0.0.1:9/v1")) == "local"  # fmt: skip
     monkeypatch.setattr(endpoint_module, "_vllm_installed", lambda: False)
     assert endpoint_module.auto_engine(RewardJudgeConfig(engine="auto", model="smollm2-135m")) == "local"
+
+
+# -- a job's own server: its port, its identity, its death (issue 36) ---------------------------------
+
+
+def models_listed(base_url: str) -> list[str]:
+    return [m["id"] for m in httpx.get(f"{base_url}/models", timeout=5).json()["data"]]
+
+
+def test_judge_port_null_gives_each_job_its_own_locked_port_and_a_taken_port_is_refused(tmp_path):
+    """Two jobs' judges (port null) get two ports, each answering with its own model id only; naming a port another
+    job's judge holds is refused in one line naming it, before anything starts (vLLM binds with SO_REUSEPORT and
+    only once loaded, so a bind check alone would let both start there)."""
+    cfg = vllm_cfg(port=None, startup_timeout_s=30)
+    with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path / "a", command=models_server()) as a, \
+            judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path / "b", command=models_server()) as b:  # fmt: skip
+        port_a, port_b = (int(e.base_url.rsplit(":", 1)[1].split("/")[0]) for e in (a, b))
+        assert port_a != port_b and min(port_a, port_b) >= endpoint_module.PORT_BASE
+        assert a.model != b.model and a.model.startswith("tiny-random@job-") and b.model.startswith("tiny-random@job-")
+        assert models_listed(a.base_url) == [a.model] and models_listed(b.base_url) == [b.model]
+        with pytest.raises(RuntimeError) as err:
+            with judge_endpoint(vllm_cfg(port=port_a), CACHE_DIR, log_dir=tmp_path / "c", command=models_server()):
+                pytest.fail("a port another job's judge holds should be refused")
+        message = str(err.value)
+        assert "\n" not in message and message.startswith(f"judge.port={port_a} is taken by another judge_rl job's judge")
+        assert f"(pid {os.getpid()})" in message and not (tmp_path / "c" / "vllm_serve.log").exists()
+    with judge_endpoint(vllm_cfg(port=port_a), CACHE_DIR, log_dir=tmp_path / "c", command=models_server()) as c:
+        assert c.base_url == a.base_url  # released when the first job's endpoint closed
+    assert not (endpoint_module._port_lock_dir() / f"{port_a}.lock").exists()  # no lock file left per port used
+
+
+def test_another_server_answering_on_the_port_fails_the_start_in_one_line(tmp_path):
+    """A server that answers GET /v1/models without this job's model id (another job's judge on the same port) is
+    not graded by: one line naming the URL and both ids, and the server this job started is stopped."""
+    cfg = vllm_cfg(port=free_port(), startup_timeout_s=30)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError) as err:
+        with judge_endpoint(cfg, CACHE_DIR, log_dir=tmp_path, command=models_server(["tiny-random"])):
+            pytest.fail("a server that does not list this job's model id should not be used")
+    message = str(err.value)
+    assert "\n" not in message and time.monotonic() - start < 20
+    assert message.startswith(f"judge.engine=vllm: another server answers on http://127.0.0.1:{cfg.port}/v1 "
+                              "(GET /models lists ['tiny-random'], not this job's 'tiny-random@job-")
+    assert refused(f"http://127.0.0.1:{cfg.port}/v1")  # the one it started is stopped
+
+
+JOB = """
+import sys, time
+from judge_rl.policy.config import RewardJudgeConfig
+from judge_rl.servers.endpoint import judge_endpoint
+cfg = RewardJudgeConfig(name="vllm", engine="vllm", model="tiny-random", port={port}, startup_timeout_s=30)
+server = lambda port, model: [sys.executable, "-c", {server!r}, str(port), model, {pid_file!r}]
+with judge_endpoint(cfg, {cache!r}, log_dir={log!r}, command=server) as endpoint:
+    print(endpoint.process.pid, flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_job_killed_by_sigkill_leaves_no_server_process_and_frees_the_port(tmp_path):
+    """kill -9 of a process that serves its judge as the job does: the server (PR_SET_PDEATHSIG) and the child it
+    started in its process group (as vLLM's engine process, which does not watch its parent; the watchdog stops
+    it) are gone within seconds, and the port is free for a re-run."""
+    import psutil
+
+    port, pid_file = free_port(), tmp_path / "child.pid"
+    script = JOB.format(server=MODELS_SERVER, port=port, cache=CACHE_DIR, log=str(tmp_path),
+                        pid_file=str(pid_file))  # fmt: skip
+    job = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        server = int(job.stdout.readline())
+        (watchdog,) = watchdogs_of(server)
+        processes = [psutil.Process(pid) for pid in (server, int(pid_file.read_text()), watchdog)]
+        assert all(p.is_running() for p in processes) and not port_free(port)
+        job.kill()
+        job.wait(timeout=10)
+        start = time.monotonic()
+        gone, alive = psutil.wait_procs(processes, timeout=20)
+        print(f"\nserver, its child and the watchdog gone {time.monotonic() - start:.2f}s after the job's SIGKILL")
+        assert alive == [], f"left behind: {[p.pid for p in alive]}"
+        assert port_free(port)
+        lock, holder = endpoint_module._lock_port(port)  # a re-run may take the port: the dead job's lock went with it
+        assert lock is not None, f"still locked by {holder}"
+        endpoint_module._unlock_port(port, lock)
+        assert f"judge_rl watchdog: the job (pid {job.pid}) is gone" in (tmp_path / "vllm_serve.log").read_text()
+    finally:
+        if job.poll() is None:
+            job.kill()
+
+
+def test_the_default_judge_takes_port_startup_timeout_base_url_and_vllm_args(tmp_path):
+    """judge.port, judge.startup_timeout_s, judge.base_url and judge.vllm_args are plain overrides of judge=embedded
+    (the default; they were "not in struct") and are honoured: the port and vllm_args are on the server's command
+    line, startup_timeout_s bounds the wait, base_url is used with nothing started; a bad port is one line."""
+    from hydra import compose, initialize_config_dir
+
+    from conftest import CONF_DIR
+    from judge_rl.policy.config import to_policy_config
+
+    def job(*overrides):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="policy", overrides=[f"cache_dir={CACHE_DIR}", f"run_dir={tmp_path}", *overrides])
+        return to_policy_config(cfg)
+
+    port = free_port()
+    judge = job("judge.engine=vllm", f"judge.port={port}", "judge.startup_timeout_s=1", "judge.vllm_args=[--seed,7]").judge
+    assert (judge.name, judge.port, judge.startup_timeout_s, judge.vllm_args) == ("embedded", port, 1.0, ["--seed", "7"])
+    command = vllm_serve_command(judge, "/m", "smollm2-135m@job-1", port=judge.port)
+    assert command[command.index("--port") + 1] == str(port) and command[-2:] == ["--seed", "7"]
+    never = [sys.executable, "-c", "import time; time.sleep(60)"]
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=rf"did not answer GET http://127.0.0.1:{port}/v1/models within "
+                                           r"judge.startup_timeout_s=1s"):  # fmt: skip
+        with judge_endpoint(judge, CACHE_DIR, log_dir=tmp_path, command=never):
+            pass
+    assert time.monotonic() - start < 15
+
+    judge = job("judge.base_url=http://127.0.0.1:9/v1").judge
+    with judge_endpoint(judge, CACHE_DIR) as endpoint:
+        assert endpoint == Endpoint("http://127.0.0.1:9/v1", "smollm2-135m", "local")  # nothing started
+
+    assert job().judge.port is None  # the default: a free port, picked when the job starts
+    with pytest.raises(ValueError, match=r"^judge.port=0: expected \[1, 65535\]$"):
+        job("judge.port=0")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -98,17 +99,21 @@ def served(tmp_path_factory):
 def test_the_job_starts_vllm_serve_and_the_judge_client_gets_a_real_completion(served):
     endpoint, cfg = served.endpoint, served.cfg
     print(f"\nvllm serve ready in {served.startup_s:.1f}s")
-    assert endpoint.engine == "vllm" and endpoint.model == "smollm2-135m"
+    assert endpoint.engine == "vllm" and endpoint.model.startswith("smollm2-135m@job-")  # this job's own id
     assert endpoint.base_url == f"http://127.0.0.1:{cfg.port}/v1" and endpoint.process.poll() is None
     command = endpoint.log_path.read_text().splitlines()[0]
     assert command.startswith(f"$ {sys.executable} -m vllm.entrypoints.cli.main serve ")
-    assert f"--port {cfg.port} --served-model-name smollm2-135m" in command and "--max-model-len 1024" in command
+    assert f"--port {cfg.port} --served-model-name {endpoint.model}" in command and "--max-model-len 1024" in command
     environ = dict(kv.split("=", 1) for kv in open(f"/proc/{endpoint.process.pid}/environ").read().split("\0") if "=" in kv)
     if on_cpu():
         assert command.endswith("--max-model-len 1024 --dtype float32 --enforce-eager")
         assert environ["VLLM_CPU_KVCACHE_SPACE"] == (os.environ.get("VLLM_CPU_KVCACHE_SPACE") or "2")
     (model,) = httpx.get(f"{endpoint.base_url}/models", timeout=10).json()["data"]
-    assert model["id"] == "smollm2-135m" and model["max_model_len"] == 1024
+    assert model["id"] == endpoint.model and model["max_model_len"] == 1024
+    # a request naming another id (another job's judge, even of the same model) is refused here, never graded
+    other = httpx.post(f"{endpoint.base_url}/chat/completions", timeout=30,
+                       json={"model": "smollm2-135m", "messages": CHAT, "max_tokens": 4})
+    assert other.status_code == 404, other.text
 
     client = judge_client(cfg, endpoint.base_url, endpoint.model)  # what the policy rewards send through
     start = time.monotonic()
@@ -210,3 +215,45 @@ def test_vllm_that_exits_at_start_up_is_one_line_naming_the_command_exit_code_an
     if "vllm_args" in how:
         assert "last line: 'Input should be greater than or equal to -1" in message  # not pydantic's link after it
     assert port_free(cfg.port)
+
+
+JOB = """
+import sys, time
+from judge_rl.policy.config import RewardJudgeConfig
+from judge_rl.servers.endpoint import judge_endpoint
+cfg = RewardJudgeConfig(name="vllm", engine="vllm", model="smollm2-135m", port={port}, max_model_len=1024,
+                        startup_timeout_s=300.0)
+with judge_endpoint(cfg, {cache!r}, log_dir={log!r}) as endpoint:
+    print(endpoint.process.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_job_killed_by_sigkill_leaves_no_vllm_process_and_frees_the_port(tmp_path):
+    """kill -9 of a process that serves the vLLM judge as the policy job does (issue 36): `vllm serve`, its engine
+    process (VLLM::EngineCore, which does not watch the API server) and every other process of the server are gone
+    within seconds, and the port is free for a re-run."""
+    import psutil
+
+    require_vllm()
+    port = free_port()
+    job = subprocess.Popen([sys.executable, "-c", JOB.format(port=port, cache=CACHE_DIR, log=str(tmp_path))],
+                           stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        line = job.stdout.readline()
+        assert line.strip().isdigit(), f"the job's endpoint did not come up; log: {(tmp_path / 'vllm_serve.log').read_text()[-2000:]}"
+        server = psutil.Process(int(line))
+        processes = [server, *server.children(recursive=True)]
+        names = [p.name() for p in processes]
+        print(f"\nserver processes: {names}")
+        assert any("EngineCore" in n for n in names) and not port_free(port)
+        job.kill()
+        job.wait(timeout=10)
+        start = time.monotonic()
+        gone, alive = psutil.wait_procs(processes, timeout=30)
+        print(f"all gone {time.monotonic() - start:.1f}s after the job's SIGKILL")
+        assert alive == [], f"left behind: {[(p.pid, p.name()) for p in alive]}"
+        assert port_free(port)
+    finally:
+        if job.poll() is None:
+            job.kill()
