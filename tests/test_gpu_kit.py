@@ -5,6 +5,7 @@ only, no network: wheels are made here."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import importlib.util
 import json
@@ -27,6 +28,7 @@ def load(name: str):
     try:
         spec = importlib.util.spec_from_file_location(f"gpu_kit_{name}", KIT / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
         return module
     finally:
@@ -51,9 +53,10 @@ def make_wheel(dest: Path, name: str, version: str = "1.0", body: str = "VALUE =
     return path
 
 
-def make_kit(tmp_path: Path, part_bytes: int, wheels: list[Path]) -> tuple[Path, dict]:
-    """Pack `wheels` as build.py does, split them into `part_bytes` parts in out/ and write the manifest."""
-    out = tmp_path / "out"
+def make_kit(tmp_path: Path, part_bytes: int, wheels: list[Path], target=None, name: str = "out") -> tuple[Path, dict]:
+    """Pack `wheels` as build.py does, split them into `part_bytes` parts in <name>/ and write the manifest (for
+    `target`, a build.Target; default: the base kit's, staged in tmp_path/staging)."""
+    out = tmp_path / name
     out.mkdir()
     archive = tmp_path / install.ARCHIVE
     build.pack(wheels, archive)
@@ -61,7 +64,7 @@ def make_kit(tmp_path: Path, part_bytes: int, wheels: list[Path]) -> tuple[Path,
     info = {"name": install.ARCHIVE, "size": archive.stat().st_size, "sha256": install.sha256_file(archive)}
     wheel_list = [{"file": w.name, "size": w.stat().st_size, "sha256": install.sha256_file(w)} for w in wheels]
     manifest = build.write_manifest(out, parts, info, wheel_list, ["torch-2.11.0-cp312-cp312-x.whl"], {},
-                                    budget=10 * part_bytes, staging=str(tmp_path / "staging"))
+                                    budget=10 * part_bytes, target=target or build.Target(str(tmp_path / "staging")))
     return out, manifest
 
 
@@ -251,6 +254,139 @@ def test_group_parts_packs_a_small_last_part_with_the_previous_one():
         build.group_parts(parts, budget=40)
 
 
+# -- the verl profile (build.py --profile verl): selection, slimming, commands, env.sh --------------------------------
+def resolved(*specs: str) -> list[dict]:
+    """Resolution items as build.resolve returns them, from `name==version` specs."""
+    return [{"name": n, "version": v, "file": f"{n.replace('-', '_')}-{v}-py3-none-any.whl"}
+            for n, v in (spec.split("==") for spec in specs)]
+
+
+def test_select_profile_sorts_base_machine_omitted_and_carried():
+    items = resolved("vllm==0.24.0", "transformers==5.10.4", "torch==2.11.0", "nvidia-cublas==13.1.0.3",
+                     "flashinfer-cubin==0.6.12", "nvidia-cutlass-dsl==4.5.2", "openai==3.57.0", "Hydra_Core==1.3.8")
+    chosen = build.select_profile(items, {"transformers": "5.10.4", "hydra-core": "1.3.8"}, ["torch", "nvidia-cublas"],
+                                  {"flashinfer-cubin": "not needed", "nvidia-cutlass-dsl": "FA4 only", "xgrammar": "x"})
+    assert [i["name"] for i in chosen["carried"]] == ["vllm", "openai"]
+    assert chosen["from_base"] == ["hydra-core", "transformers"]  # normalized names
+    reasons = {o["name"]: o["reason"] for o in chosen["omitted"]}
+    assert reasons["flashinfer-cubin"] == "not needed" and reasons["nvidia-cutlass-dsl"] == "FA4 only"
+    assert reasons["torch"].startswith("left to the GPU machine") and reasons["nvidia-cublas"] == reasons["torch"]
+    assert all(o["version"] and o["file"] for o in chosen["omitted"])
+    assert chosen["stale"] == ["xgrammar"]  # an omission the resolution no longer has
+
+
+def test_select_profile_refuses_another_version_of_a_base_kit_package():
+    with pytest.raises(ValueError, match=r"^transformers: resolved 5\.9\.0, the base kit carries 5\.10\.4"):
+        build.select_profile(resolved("transformers==5.9.0"), {"transformers": "5.10.4"}, [], {})
+
+
+def test_base_kit_reads_pins_and_machine_names_from_the_manifest():
+    manifest = {"wheels": [{"file": "hydra_core-1.3.8-py3-none-any.whl"},
+                           {"file": "tzdata-2026.6-py2.py3-none-any.whl"}],
+                "excluded_machine_provided": ["torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                                              "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.whl"]}
+    assert build.base_kit(manifest) == ({"hydra-core": "1.3.8", "tzdata": "2026.6"}, ["nvidia-cuda-runtime", "torch"])
+
+
+def test_slim_wheel_cuts_members_and_their_record_lines(tmp_path):
+    wheel = make_wheel(tmp_path, "kitmod_s")
+    with zipfile.ZipFile(wheel, "a") as z:  # extra members, listed in RECORD as a real wheel lists them
+        for name in ("kitmod_s/_big_C.abi3.so", "kitmod_s/lib/libx.a", "kitmod_s/lib/cmake/x.cmake"):
+            z.writestr(name, "#" * 1_000)
+        record = z.read("kitmod_s-1.0.dist-info/RECORD").decode()
+    rewritten = record + "kitmod_s/_big_C.abi3.so,sha256=x,1000\nkitmod_s/lib/libx.a,sha256=y,1000\n" \
+                         "kitmod_s/lib/cmake/x.cmake,sha256=z,1000\n"
+    src = tmp_path / "src" / wheel.name
+    src.parent.mkdir()
+    with zipfile.ZipFile(wheel) as zin, zipfile.ZipFile(src, "w") as zout:
+        for info in zin.infolist():
+            if not info.filename.endswith("RECORD"):
+                zout.writestr(info, zin.read(info))
+        zout.writestr("kitmod_s-1.0.dist-info/RECORD", rewritten)
+    slim, cut = build.slim_wheel(src, tmp_path / "slim", (("kitmod_s/_big_C.abi3.so", "kernels"),
+                                                         ("kitmod_s/lib/*", "static library")))
+    assert slim.name == src.name and slim.parent == tmp_path / "slim"
+    assert [(c["member"], c["files"], c["bytes"], c["reason"]) for c in cut] == [
+        ("kitmod_s/_big_C.abi3.so", 1, 1_000, "kernels"), ("kitmod_s/lib/*", 2, 2_000, "static library")]
+    with zipfile.ZipFile(slim) as z:
+        names = z.namelist()
+        record = z.read("kitmod_s-1.0.dist-info/RECORD").decode()
+    assert "kitmod_s/__init__.py" in names and not any("_big_C" in n or "/lib/" in n for n in names)
+    assert "kitmod_s/__init__.py" in record and "_big_C" not in record and "/lib/" not in record
+    target = tmp_path / "site-packages"
+    install.install_wheels(slim.parent, [slim.name], target, method="pip")  # pip takes the slimmed wheel
+    assert (target / "kitmod_s" / "__init__.py").read_text() == "VALUE = 42\n"
+    with pytest.raises(RuntimeError, match=r"kitmod_s/gone\.so match no member"):
+        build.slim_wheel(src, tmp_path / "slim2", (("kitmod_s/gone.so", "absent"),))
+    assert not (tmp_path / "slim2" / src.name).exists()
+
+
+def test_verl_tables_keep_what_a_dense_model_on_hopper_imports():
+    import tomllib
+
+    keep = ["vllm/_C_stable_libtorch.abi3.so", "vllm/vllm_flash_attn/_vllm_fa3_C.abi3.so",
+            "vllm/vllm_flash_attn/flash_attn_interface.py", "vllm/cumem_allocator.abi3.so",
+            "xgrammar/libxgrammar_bindings.so", "vllm/third_party/__init__.py"]
+    rules = [glob for members in build.VERL_SLIM.values() for glob, _ in members]
+    assert not [m for m in keep if any(fnmatch.fnmatchcase(m, g) for g in rules)]
+    assert fnmatch.fnmatchcase("vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so", rules[0])
+    assert all(reason for members in build.VERL_SLIM.values() for _, reason in members)
+    assert all(build.VERL_OMIT.values())
+    deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    base_names = {build.requirement_name(s) for s in build.kit_requirements(deps)[0]}
+    assert not base_names & set(build.VERL_OMIT)  # the base kit's packages are never omitted here
+    # vLLM imports these at start-up (class annotations in vllm/v1/structured_output/): never omitted
+    assert not {"xgrammar", "llguidance", "vllm", "openai-harmony"} & set(build.VERL_OMIT)
+    assert set(build.NEWER_GLIBC) == {"llguidance"}
+    # FlashInfer is omitted, so its sampler must be off (vLLM would import it on the first sampler it builds)
+    assert "flashinfer-python" in build.VERL_OMIT and build.VERL_ENV["VLLM_USE_FLASHINFER_SAMPLER"] == "0"
+    assert build.normalize(build.requirement_name(build.VERL_REQUIREMENTS[1])) == "vllm"
+    assert not any("transformers" in r for r in build.VERL_REQUIREMENTS)  # the base kit's transformers is kept
+
+
+def test_verl_profile_commands_install_on_the_base_kit(tmp_path):
+    base_env = tmp_path / "base" / "env.sh"
+    staging = tmp_path / "verl_staging"
+    target = build.Target(str(staging), build.VERL_SMOKE, build.VERL_ENV, str(base_env))
+    out, manifest = make_kit(tmp_path, 800, [make_wheel(tmp_path, "kitmod_v", body="#" * 2_000 + "\n")], target,
+                             name="verl")
+    *stages, last = manifest["commands"]
+    assert all(c["command"].endswith(f"--staging {staging}") and "install.py install" not in c["command"]
+               for c in stages)
+    assert f"install.py install --staging {staging} && source {staging}/env.sh && python3 -c" in last["command"]
+    for module in ("vllm.entrypoints.openai.api_server", "verl.workers.rollout.vllm_rollout.vllm_async_server",
+                   "verl.trainer.main_ppo"):
+        assert module in last["command"]
+    assert manifest["base_env"] == str(base_env) and manifest["env_vars"] == build.VERL_ENV
+    for c in manifest["commands"]:
+        assert c["carry"][-1].endswith("verl/manifest.json")
+        subprocess.run(["bash", "-c", c["command"].split(" && ")[0].replace("python3", sys.executable)],
+                       cwd=REPO_ROOT, check=True, capture_output=True)  # stage each part, as the calls do
+    args = ("install", "--staging", str(staging), "--method", "unzip")
+    result = run_install(*args)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"gpu_kit: {base_env}: missing; this kit sits on the base kit")
+    base_env.parent.mkdir()
+    base_env.write_text("export PYTHONPATH=/base/site-packages:$PWD HF_HUB_OFFLINE=1\n")
+    base_manifest = {"parts": [], "wheels": [], "archive": {"name": install.ARCHIVE, "sha256": "b" * 64}}
+    (base_env.parent / install.MANIFEST).write_text(json.dumps(base_manifest))
+    manifest["base"] = {"archive_sha256": "a" * 64}  # built on another base kit than the one installed
+    (staging / install.MANIFEST).write_text(json.dumps(manifest))
+    result = run_install(*args)
+    assert result.returncode == 1 and "is not the one this kit was built on" in result.stderr
+    manifest["base"] = {"archive_sha256": "b" * 64}
+    (staging / install.MANIFEST).write_text(json.dumps(manifest))
+    result = run_install(*args)
+    assert result.returncode == 0, result.stderr
+    env_sh = (staging / "env.sh").read_text().splitlines()
+    assert env_sh[0] == f"source {base_env}"
+    assert env_sh[1].startswith(f"export PYTHONPATH={staging / 'site-packages'}:$PWD")
+    assert env_sh[1].endswith("VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 RAY_USAGE_STATS_ENABLED=0")
+    path = subprocess.run(["bash", "-c", f"source {staging / 'env.sh'} && echo $PYTHONPATH"], cwd=tmp_path,
+                          capture_output=True, text=True, check=True).stdout.strip().split(":")
+    assert path[:3] == [str(staging / "site-packages"), str(tmp_path), "/base/site-packages"]
+
+
 def test_extract_refuses_paths_outside_the_destination(tmp_path):
     archive = tmp_path / "evil.tar"
     (tmp_path / "f").write_text("x")
@@ -314,3 +450,165 @@ def test_compare_verdicts_cli(tmp_path):
     other = write_judgments(tmp_path / "other.jsonl", [("q0:a", "a", "a")])
     done = subprocess.run([sys.executable, script, str(a), str(other)], capture_output=True, text=True)
     assert done.returncode == 2 and "share no item_id" in done.stderr and "only in A: p0:a, p0:b" in done.stdout
+
+
+# -- verl_numbers.sh (issue 35's GPU call), its step runner steps.sh, kill_resume.py and verl_numbers_report.py --------
+def plan(**env: str) -> subprocess.CompletedProcess:
+    """verl_numbers.sh with VERL_NUMBERS_PLAN=1: each step and the timeout it would get, nothing run."""
+    return subprocess.run(["bash", str(KIT / "verl_numbers.sh")], capture_output=True, text=True, cwd=REPO_ROOT,
+                          env={**os.environ, "VERL_NUMBERS_PLAN": "1", **env})
+
+
+def planned(out: str) -> list[tuple[str, int | None, str]]:
+    """(step, timeout or None when skipped, command) per `== step:` line of a plan."""
+    rows = []
+    for line in out.splitlines():
+        if line.startswith("== "):
+            name, rest = line[3:].split(": ", 1)
+            if rest.startswith("skipped"):
+                rows.append((name, None, ""))
+            else:
+                timeout, command = rest.split("timeout ", 1)[1].split("s: ", 1)
+                rows.append((name, int(timeout), command))
+    return rows
+
+
+def test_gpu_scripts_parse():
+    for script in ("verl_numbers.sh", "first_numbers.sh", "steps.sh"):
+        done = subprocess.run(["bash", "-n", str(KIT / script)], capture_output=True, text=True)
+        assert done.returncode == 0, f"{script}: {done.stderr}"
+
+
+def test_verl_numbers_plan_runs_every_step_in_order_within_the_deadline():
+    done = plan(VERL_NUMBERS_BUDGET_S="480")
+    assert done.returncode == 0, done.stderr
+    rows = planned(done.stdout)
+    assert [r[0] for r in rows] == ["prep", "verl_main", "verl_resume", "policy_vllm", "bench_2x4x64", "bench_8x8x128",
+                                    "main_dtype"]
+    ran = [(name, t) for name, t, _ in rows if t is not None]
+    assert ran[:2] == [("prep", 120), ("verl_main", 240)]  # each step's own cap while time is left
+    assert sum(t for _, t in ran) + 15 <= 480 and all(t >= 30 for _, t in ran)  # the reserve; no step under 30 s
+    assert rows[-1][1] is None  # worst case: the last steps fall past the deadline, a second call runs them
+    commands = {name: command for name, _, command in rows}
+    main = commands["verl_main"]
+    for arg in ("-m judge_rl", "cluster=single_gpu", "trainer.total_steps=3", "trainer.prompts_per_step=8",
+                "trainer.max_new_tokens=256", "logger=none", "stages=[rl,eval_rl]"):
+        assert arg in main, arg
+    resume = commands["verl_resume"]
+    assert "kill_resume.py" in resume and "--after-step 2 --signal TERM" in resume and "trainer.save_every=1" in resume
+
+    rows = planned(plan(VERL_NUMBERS_BUDGET_S="3000", VERL_NUMBERS_ONLY="policy_vllm,bench_2x4x64,main_dtype").stdout)
+    assert [(r[0], r[1]) for r in rows] == [("prep", 120), ("policy_vllm", 180), ("bench_2x4x64", 180),
+                                            ("main_dtype", 330)]
+    commands = {name: command for name, _, command in rows}
+    assert "-m judge_rl.policy cluster=local_gpu judge.engine=vllm" in commands["policy_vllm"]
+    assert "--device cuda --rollout-engines hf vllm" in commands["bench_2x4x64"]
+    if "--logprob-pass" in (REPO_ROOT / "scripts" / "bench_grpo_step.py").read_text():
+        assert "--logprob-pass padded shared_prefix" in commands["bench_2x4x64"]
+    # first_numbers.sh gets what is left of the step as its own deadline
+    assert "FIRST_NUMBERS_ONLY=main_fp32,main_bf16 FIRST_NUMBERS_BUDGET_S=320" in commands["main_dtype"]
+
+
+def test_verl_numbers_plan_on_cpu_and_a_step_that_does_not_exist():
+    rows = planned(plan(VERL_NUMBERS_DEVICE="cpu", VERL_NUMBERS_TINY="1", VERL_NUMBERS_ONLY="verl_main").stdout)
+    assert [(r[0], r[1]) for r in rows] == [("prep", 960), ("verl_main", 1920)]  # x8 on a CPU
+    assert "cluster=cpu_verl" in rows[1][2] and "cluster=single_gpu" not in rows[1][2]
+    done = plan(VERL_NUMBERS_ONLY="verl_main,nope")
+    assert done.returncode == 2 and "no step nope" in done.stderr
+
+
+FAKE_JOB = """
+import json, os, signal, sys, time
+ckpt, run = sys.argv[1], sys.argv[2]
+os.makedirs(ckpt, exist_ok=True)
+latest = os.path.join(ckpt, "latest_checkpointed_iteration.txt")
+start = int(open(latest).read()) if os.path.exists(latest) else 0
+if start:
+    # as verl logs it from a Ray worker, in Ray's colours
+    print(f"\x1b[36m(TaskRunnerV1 pid=1)\x1b[0m Resuming from {ckpt}/global_step_{start}", flush=True)
+def stop(*_):
+    json.dump({"status": "interrupted"}, open(os.path.join(run, "status.json"), "w"))
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+end = int(os.environ.get("FAKE_STEPS", "3"))
+for step in range(start + 1, end + 1):
+    time.sleep(0.2)
+    open(latest, "w").write(str(step))
+    print(f"step {step}", flush=True)
+    if step == 2 and not start:
+        time.sleep(30)  # step 3 under way when the signal comes
+json.dump({"status": "finished"}, open(os.path.join(run, "status.json"), "w"))
+"""
+
+
+def kill_resume(tmp_path: Path, *extra: str, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
+    job = tmp_path / "job.py"
+    job.write_text(FAKE_JOB)
+    ckpt = tmp_path / "run" / "checkpoints"
+    (tmp_path / "run").mkdir()
+    record = tmp_path / "resume.json"
+    done = subprocess.run([sys.executable, str(KIT / "kill_resume.py"), "--checkpoints", str(ckpt), "--after-step", "2",
+                           "--run-dir", str(tmp_path / "run"), "--record", str(record), *extra, "--",
+                           sys.executable, str(job), str(ckpt), str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "KILL_RESUME_CLEANUP_S": "0", **env})
+    return done, json.loads(record.read_text())
+
+
+def test_kill_resume_stops_after_the_checkpoint_and_records_the_resume(tmp_path):
+    done, record = kill_resume(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (record["signal"], record["signalled_after_step"], record["first_rc"]) == ("TERM", 2, 143)
+    assert (record["status_after_first"], record["checkpoint_after_first"]) == ("interrupted", 2)
+    resumed = f"(TaskRunnerV1 pid=1) Resuming from {tmp_path / 'run' / 'checkpoints'}/global_step_2"
+    assert record["resume_lines"] == [resumed]  # without the colour codes
+    assert (record["second_rc"], record["status_after_second"]) == (0, "finished")
+    assert "step 3" in done.stdout and f"resumed: {resumed}" in done.stdout
+
+
+def test_kill_resume_fails_when_the_job_ends_before_the_checkpoint(tmp_path):
+    done, record = kill_resume(tmp_path, "--signal", "KILL", FAKE_STEPS="1")
+    assert done.returncode == 3 and "before global_step_2 was checkpointed" in done.stdout
+    assert record["signalled_after_step"] is None and record["first_rc"] == 0 and "second_rc" not in record
+
+
+verl_numbers_report = load("verl_numbers_report")
+
+
+def test_verl_numbers_report_reads_each_steps_results(tmp_path):
+    keep = tmp_path / "keep"
+    for d in ("runs/verl_main", "runs/verl_resume", "runs/policy_vllm", "logs", "main_dtype"):
+        (keep / d).mkdir(parents=True)
+    (keep / "steps.tsv").write_text("verl_main\t0\t100.0\t190.5\t240\t\nverl_resume\t0\t191\t300\t240\t\n"
+                                    "bench_2x4x64\tskipped\t300\t300\t0\tdeadline: 10s left\n")
+    main = keep / "runs" / "verl_main"
+    main.joinpath("metrics.jsonl").write_text("".join(json.dumps(
+        {"step": k, "critic/score/mean": 0.1 * k, "timing_s/gen": 2.0 + k, "timing_s/old_log_prob": 0.5,
+         "timing_s/ref": 0.4, "timing_s/update_actor": 1.5, "timing_s/update_weights": 0.3, "timing_s/step": 6.0})
+        + "\n" for k in (1, 2, 3)))
+    main.joinpath("results.json").write_text(json.dumps({"wall_s": 150.0, "evaluations": {"rl": {"held_out": {
+        "metrics": {"accuracy": 0.9, "n_pairs": 24}}}}, "training": {}}))
+    main.joinpath("status.json").write_text(json.dumps({"status": "finished"}))
+    (keep / "resume.json").write_text(json.dumps({
+        "signal": "TERM", "signalled_after_step": 2, "first_rc": 143, "first_s": 80.0,
+        "status_after_first": "interrupted",
+        "checkpoint_after_first": 2, "second_rc": 0, "second_s": 60.0, "status_after_second": "finished",
+        "resume_lines": ["Resuming from /x/global_step_2"]}))
+    keep.joinpath("runs/verl_resume/metrics.jsonl").write_text("".join(json.dumps({"step": k}) + "\n"
+                                                                       for k in (1, 2, 3)))
+    keep.joinpath("runs/policy_vllm/metrics.jsonl").write_text(json.dumps(
+        {"step": 1, "timing_s/gen": 1.0, "timing_s/judge": 2.0, "timing_s/judge_wait": 0.75,
+         "timing_s/update": 0.5}) + "\n")
+    keep.joinpath("runs/policy_vllm/status.json").write_text(json.dumps({"status": "finished"}))
+    keep.joinpath("main_dtype/summary.txt").write_text("== first numbers\nmain_bf16: job wall 99.0 s (finished)\n")
+    doc = verl_numbers_report.report(tmp_path)
+    text = doc["text"]
+    assert [s["name"] for s in doc["steps"]] == ["verl_main", "verl_resume", "bench_2x4x64"]
+    assert doc["verl_main"]["timing"][2] == {"step": 3, "score": 0.30000000000000004, "gen": 5.0, "old_log_prob": 0.5,
+                                             "ref": 0.4, "update_actor": 1.5, "update_weights": 0.3, "total": 6.0}
+    assert "update_weights" in text and "held-out rl: acc 0.900" in text
+    assert "SIGTERM after global_step_2" in text and "resumed: Resuming from /x/global_step_2" in text
+    assert "steps in metrics.jsonl [1, 2, 3]" in text
+    assert "judge_wait" in text and "0.75" in text
+    assert "main_bf16: job wall 99.0 s" in text and "deadline: 10s left" in text
+    assert (keep / "summary.txt").read_text() == text and json.loads((keep / "summary.json").read_text())["verl_resume"]

@@ -102,15 +102,9 @@ if [ ! -f "$BENCH_FILE" ] && [ -f "$DATA/llmbar/natural.json" ]; then
 fi
 [ -f "$BENCH_FILE" ] || BENCH_NOTE="no llmbar natural.json (here or in $DATA/llmbar): main jobs skip it, eval_hf is skipped"
 
-# -- helpers ---------------------------------------------------------------------------------------------------------
-SMI_PID=""
-stop_smi() {
-  if [ -n "$SMI_PID" ]; then
-    kill "$SMI_PID" 2>/dev/null || true
-    wait "$SMI_PID" 2>/dev/null || true
-    SMI_PID=""
-  fi
-}
+# -- helpers (the step runner: steps.sh) -----------------------------------------------------------------------------
+# shellcheck source=scripts/gpu_kit/steps.sh
+source scripts/gpu_kit/steps.sh
 
 pack() {  # summary + tarball into $OUT (after every step, so a run killed at its limit still returns them)
   "$PY" scripts/gpu_kit/first_numbers_report.py report "$WORK" --cpu-ref "$CPU_REF" >/dev/null 2>"$KEEP/report.err" \
@@ -121,42 +115,9 @@ pack() {  # summary + tarball into $OUT (after every step, so a run killed at it
 }
 trap 'stop_smi; pack >/dev/null 2>&1 || true' EXIT
 
-selected() {  # name: is this step in FIRST_NUMBERS_ONLY (or is the list empty)?
-  [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]
-}
-
-# run_step NAME CAP_S TO_OUT(0|1) RUN_DIR(or -) CMD...: a guarded command, its output teed into keep/logs/NAME.log
-# (and $OUT/NAME.log when TO_OUT=1), nvidia-smi sampled meanwhile; rc/start/end/timeout appended to keep/steps.tsv.
-run_step() {
-  local name=$1 cap=$2 to_out=$3 run_dir=$4 now left t rc start end note=""
-  shift 4
-  now=$(date +%s)
-  left=$((DEADLINE - now - RESERVE))
-  t=$((cap < left ? cap : left))
-  if ((t < MIN_STEP)); then
-    printf '%s\tskipped\t%s\t%s\t0\tdeadline: %ss left\n' "$name" "$now" "$now" "$left" >>"$KEEP/steps.tsv"
-    echo "== $name: skipped ($left s left before the deadline)"
-    return 0
-  fi
-  local logs=("$KEEP/logs/$name.log")
-  if [ "$to_out" = 1 ]; then logs+=("$OUT/$name.log"); fi
-  if command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=timestamp,memory.used,memory.total,utilization.gpu --format=csv,noheader,nounits -l 1 \
-      >"$KEEP/nvsmi/$name.csv" 2>/dev/null &
-    SMI_PID=$!
-  fi
-  start=$(date +%s.%N)
-  { echo "== $name: $(date -Is), timeout ${t}s"; printf '%q ' "$@"; echo; } | tee "${logs[@]}"
-  rc=0
-  timeout -k 20 "$t" "$@" 2>&1 | tee -a "${logs[@]}" || rc=$?
-  end=$(date +%s.%N)
-  stop_smi
-  if [ "$rc" = 124 ]; then note="timed out after ${t}s"; fi
-  if [ "$rc" = 137 ]; then note="killed after ${t}s + 20s"; fi
-  echo "== $name: rc $rc, $(date -Is) $note" | tee -a "${logs[@]}"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$start" "$end" "$t" "$note" >>"$KEEP/steps.tsv"
-  if [ "$run_dir" != - ] && [ -d "$run_dir" ]; then
-    "$PY" scripts/gpu_kit/first_numbers_report.py collect "$run_dir" "$KEEP/runs/$name" >/dev/null || true
+after_step() {  # NAME RUN_DIR: collect the run's judgments (when it has a run directory), then pack
+  if [ "$2" != - ] && [ -d "$2" ]; then
+    "$PY" scripts/gpu_kit/first_numbers_report.py collect "$2" "$KEEP/runs/$1" >/dev/null || true
   fi
   pack
 }
@@ -186,18 +147,6 @@ print(f'torch: {torch.__version__} cuda {torch.version.cuda} available {cuda}'
 cat "$KEEP/env.txt"
 
 # -- prep: the embedded model's safetensors copy (the bench and the main jobs load it) --------------------------------
-PREP_PY='
-import sys, time
-from judge_rl.config import ModelConfig
-from judge_rl.config.paths import load_group_file
-from judge_rl.models.loading import converted_gguf_dir, tokenizer_dir
-cache = sys.argv[1]
-for name in ("smollm2-135m", "tiny-random"):
-    cfg = load_group_file("model", name, ModelConfig, "model")
-    t = time.perf_counter()
-    path = converted_gguf_dir(cfg, cache) if cfg.source == "gguf_package" else tokenizer_dir(cfg, cache)
-    print(f"{name}: {path} ({time.perf_counter() - t:.1f} s)")
-'
 run_step prep 120 0 - "$PY" -c "$PREP_PY" "$CACHE"
 
 # -- the commands ------------------------------------------------------------------------------------------------------
@@ -232,7 +181,7 @@ if selected eval_hf; then
     run_step eval_hf "$CAP_EVAL" 1 "$dir" "$PY" scripts/gpu_kit/cuda_peak.py "$KEEP/peak/eval_hf.json" -m judge_rl.eval \
       "${EVAL_ARGS[@]}" "run_dir=$dir" "hydra.run.dir=$dir"
   else
-    printf 'eval_hf\tskipped\t%s\t%s\t0\tno llmbar natural.json\n' "$(date +%s)" "$(date +%s)" >>"$KEEP/steps.tsv"
+    record_skip eval_hf "no llmbar natural.json"
   fi
 fi
 if selected bench_2x4x64; then

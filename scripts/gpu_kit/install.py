@@ -11,6 +11,10 @@ so both sides share one definition of a part.
     python3 scripts/gpu_kit/install.py install [--staging /tmp/gpu_kit] [--target /tmp/gpu_kit/site-packages]
     source /tmp/gpu_kit/env.sh    # in the repo root: PYTHONPATH=<target>:$PWD; then python3 -m judge_rl ... logger=none
 
+A kit built on top of another (build.py --profile verl) names the other's env.sh in its manifest (`base_env`): its
+install refuses to run before that file exists or on another build of the base kit than the one it was resolved
+against, and its env.sh sources the base kit's first, then adds the manifest's `env_vars`.
+
 Wheels are installed with `pip install --no-index --no-deps --target <target>` (an unzip fallback where the
 machine's Python has no pip). `--target` rather than a venv: the kit's packages sit in a plain folder that goes
 first on PYTHONPATH, so they win over the machine's (its transformers 5.17 is outside the project's pin) while the
@@ -230,11 +234,34 @@ def install_wheels(wheels_dir: Path, names: list[str], target: Path, method: str
     return method
 
 
-def env_line(target: Path, repo: str = "$PWD") -> str:
+def env_line(target: Path, repo: str = "$PWD", env_vars: dict[str, str] | None = None) -> str:
     """The environment line for later commands: PYTHONPATH with the kit first (its packages win over the machine's)
-    then the repo (judge_rl; `$PWD` by default, as commands run in the repo root), and HF_HUB_OFFLINE=1 since the
-    machine has no hub (transformers fails fast instead of retrying)."""
-    return f"export PYTHONPATH={target}:{repo}${{PYTHONPATH:+:$PYTHONPATH}} HF_HUB_OFFLINE=1"
+    then the repo (judge_rl; `$PWD` by default, as commands run in the repo root), HF_HUB_OFFLINE=1 since the
+    machine has no hub (transformers fails fast instead of retrying), and the manifest's `env_vars`."""
+    extra = "".join(f" {k}={v}" for k, v in (env_vars or {}).items())
+    return f"export PYTHONPATH={target}:{repo}${{PYTHONPATH:+:$PYTHONPATH}} HF_HUB_OFFLINE=1{extra}"
+
+
+def env_script(line: str, base_env: str | None = None) -> str:
+    """env.sh: the kit's line, after `source <base_env>` for a kit that sits on top of another (the verl profile on
+    the base kit), so its packages come first on PYTHONPATH and the base kit's next."""
+    return (f"source {base_env}\n" if base_env else "") + line + "\n"
+
+
+def check_base(manifest: dict, base_env: Path) -> None:
+    """A kit built on top of another (`base_env` in its manifest) installs only after that one, and only on the
+    build it was resolved against: the base kit's staged manifest (next to its env.sh) must have the archive sha256
+    this manifest names (`base.archive_sha256`)."""
+    if not base_env.is_file():
+        raise KitError(f"{base_env}: missing; this kit sits on the base kit: install the base kit first (its calls, "
+                       "then this kit's, on the same warm machine)")
+    want = (manifest.get("base") or {}).get("archive_sha256")
+    staged = base_env.parent / MANIFEST
+    if want and staged.is_file():
+        have = load_manifest(staged)["archive"]["sha256"]
+        if have != want:
+            raise KitError(f"{staged}: the installed base kit ({have[:12]}...) is not the one this kit was built on "
+                           f"({want[:12]}...); rebuild this kit after the base kit (build.py --profile verl)")
 
 
 def cmd_stage(args) -> None:
@@ -264,6 +291,9 @@ def cmd_install(args) -> None:
     manifest = load_manifest(Path(args.manifest) if args.manifest else staging / MANIFEST)
     target = Path(args.target or staging / "site-packages").absolute()
     check_target_path(target)  # before the slow steps
+    base_env = manifest.get("base_env")
+    if base_env:
+        check_base(manifest, Path(base_env))
     archive = reassemble(staging, manifest)
     unpacked = staging / "kit"
     shutil.rmtree(unpacked, ignore_errors=True)
@@ -272,11 +302,12 @@ def cmd_install(args) -> None:
     names = [w["file"] for w in manifest["wheels"]]
     method = install_wheels(unpacked / WHEELS_DIR, names, target, args.method)
     shutil.rmtree(unpacked, ignore_errors=True)
-    line = env_line(target, str(Path(args.repo).absolute()) if args.repo else "$PWD")
-    (staging / "env.sh").write_text(line + "\n")
+    line = env_line(target, str(Path(args.repo).absolute()) if args.repo else "$PWD", manifest.get("env_vars"))
+    (staging / "env.sh").write_text(env_script(line, base_env))
     print(f"installed {len(names)} wheels into {target} ({method})")
     print(line)
-    print(f"(also written to {staging / 'env.sh'}: `source {staging / 'env.sh'}` in later commands)")
+    print(f"(also written to {staging / 'env.sh'}{', after source ' + base_env if base_env else ''}: "
+          f"`source {staging / 'env.sh'}` in later commands)")
 
 
 def main(argv: list[str] | None = None) -> int:
