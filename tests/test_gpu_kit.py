@@ -8,8 +8,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import importlib.util
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -387,14 +389,59 @@ def test_verl_profile_commands_install_on_the_base_kit(tmp_path):
     assert path[:3] == [str(staging / "site-packages"), str(tmp_path), "/base/site-packages"]
 
 
-def test_extract_refuses_paths_outside_the_destination(tmp_path):
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink"])
+def test_the_installer_checks_every_member_itself_on_any_python(tmp_path, kind):
+    """A member that would land outside the target (`../../x`, an absolute name) or is a link is refused by the
+    installer's own check, before tarfile's `data` filter (absent before Python 3.11.4/3.12) is reached: one
+    `gpu_kit:` line naming the member, and nothing written anywhere."""
     archive = tmp_path / "evil.tar"
     (tmp_path / "f").write_text("x")
     with tarfile.open(archive, "w") as tar:
-        tar.add(tmp_path / "f", arcname="../escaped")
-    with pytest.raises(Exception):
-        install.extract(archive, tmp_path / "dest")
-    assert not (tmp_path / "escaped").exists()
+        if kind == "symlink":
+            link = tarfile.TarInfo("wheels/link")
+            link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(link)
+        else:  # TarInfo by hand: tar.add would strip an absolute name's leading /
+            info = tarfile.TarInfo({"dotdot": "../../escaped", "absolute": str(tmp_path / "abs")}[kind])
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"x"))
+    with tarfile.open(archive) as tar:
+        with pytest.raises(install.KitError, match=r"member '.*(escaped|abs|link)'"):
+            install.check_members(tar, tmp_path / "a" / "dest")
+    # through the installer's command line, as the GPU call runs it
+    wheels_src = tmp_path / "src"
+    wheels_src.mkdir()
+    out, manifest = make_kit(tmp_path, 10_000, [make_wheel(wheels_src, "kitmod_e")])
+    data = archive.read_bytes()
+    (out / "part-00").write_bytes(data)
+    manifest["parts"] = [{"name": "part-00", "size": len(data), "sha256": install.sha256_file(out / "part-00")}]
+    manifest["archive"].update(size=len(data), sha256=install.sha256_file(out / "part-00"))
+    (out / install.MANIFEST).write_text(json.dumps(manifest))
+    (tmp_path / "stage").mkdir()
+    staging = copy_parts(out, manifest, tmp_path / "stage" / "deep")
+    (staging / install.MANIFEST).write_text(json.dumps(manifest))
+    result = run_install("install", "--staging", str(staging), "--target", str(tmp_path / "site-packages"))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("gpu_kit: ") and "member" in result.stderr
+    assert not (tmp_path / "escaped").exists() and not (tmp_path / "stage" / "escaped").exists()
+    assert not (tmp_path / "abs").exists() and not (tmp_path / "site-packages").exists()
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda m: m["parts"][0].pop("size"), r"parts\[0\]\.size is missing, expected a int"),
+    (lambda m: m["parts"][0].update(sha256=7), r"parts\[0\]\.sha256 is a int, expected a str"),
+    (lambda m: m["archive"].pop("name"), r"archive\.name is missing"),
+])
+def test_a_manifest_missing_a_part_field_is_one_line(tmp_path, damage, message):
+    wheels_src = tmp_path / "src"
+    wheels_src.mkdir()
+    out, manifest = make_kit(tmp_path, 10_000, [make_wheel(wheels_src, "kitmod_m")])
+    staging = copy_parts(out, manifest, tmp_path / "staging")
+    damage(manifest)
+    (staging / install.MANIFEST).write_text(json.dumps(manifest))
+    result = run_install("install", "--staging", str(staging), "--target", str(tmp_path / "site-packages"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert re.search(message, result.stderr), result.stderr
 
 
 # -- compare_verdicts.py: the CPU-vs-GPU verdict agreement of first_numbers.sh --------------------------------------

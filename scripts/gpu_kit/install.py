@@ -126,6 +126,11 @@ def join_parts(staging: str | os.PathLike, parts: list[dict], dest: str | os.Pat
     return h.hexdigest()
 
 
+# what every part and the archive entry of a manifest must carry, and their types
+PART_KEYS = {"name": str, "size": int, "sha256": str}
+ARCHIVE_KEYS = {"name": str, "sha256": str}
+
+
 def load_manifest(path: str | os.PathLike) -> dict:
     path = Path(path)
     if not path.is_file():
@@ -134,9 +139,19 @@ def load_manifest(path: str | os.PathLike) -> dict:
         manifest = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise KitError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(manifest, dict):
+        raise KitError(f"{path}: a manifest is a JSON object, this is a {type(manifest).__name__}")
     for key in ("parts", "archive", "wheels"):
         if key not in manifest:
             raise KitError(f"{path}: manifest has no {key!r}")
+    for where, entry, keys in [*((f"parts[{i}]", p, PART_KEYS) for i, p in enumerate(manifest["parts"])),
+                               ("archive", manifest["archive"], ARCHIVE_KEYS)]:
+        if not isinstance(entry, dict):
+            raise KitError(f"{path}: manifest's {where} is not an object")
+        for key, kind in keys.items():
+            if not isinstance(entry.get(key), kind):
+                got = "missing" if key not in entry else f"a {type(entry[key]).__name__}"
+                raise KitError(f"{path}: manifest's {where}.{key} is {got}, expected a {kind.__name__}")
     return manifest
 
 
@@ -152,13 +167,31 @@ def reassemble(staging: str | os.PathLike, manifest: dict) -> Path:
     return archive
 
 
+def check_members(tar: tarfile.TarFile, dest: Path) -> None:
+    """Refuse, naming it, any member that is not a plain file or folder or would land outside `dest` (an absolute
+    name, `..`): checked here on every Python, not left to tarfile's `data` filter, which Pythons before 3.11.4 and
+    3.12 lack (they would write such a member wherever it points)."""
+    root = dest.resolve()
+    for member in tar.getmembers():
+        if not (member.isfile() or member.isdir()):
+            raise KitError(f"{tar.name}: member {member.name!r} is not a plain file or folder (a link or device)")
+        where = (root / member.name).resolve()
+        if os.path.isabs(member.name) or (where != root and root not in where.parents):
+            raise KitError(f"{tar.name}: member {member.name!r} would be written outside {dest}")
+
+
 def extract(archive: str | os.PathLike, dest: str | os.PathLike) -> None:
-    """Unpack the tar into `dest` with tarfile's `data` filter (no absolute paths, links out or devices)."""
-    with tarfile.open(archive) as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, filter="data")
-        else:  # pragma: no cover - Pythons before 3.11.4 / 3.12
-            tar.extractall(dest)
+    """Unpack the tar into `dest` after `check_members`, with tarfile's `data` filter too where it exists."""
+    dest = Path(dest)
+    try:
+        with tarfile.open(archive) as tar:
+            check_members(tar, dest)
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(dest, filter="data")
+            else:  # Pythons before 3.11.4 / 3.12: check_members has vetted every member
+                tar.extractall(dest)
+    except tarfile.TarError as e:
+        raise KitError(f"{Path(archive).name}: not a readable tar archive ({e})") from None
 
 
 def has_pip(python: str = sys.executable) -> bool:
