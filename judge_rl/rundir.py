@@ -16,6 +16,8 @@ claimed before any work starts:
   and sums their wall time (`wall_s`: the launches that ended, however they ended; a process killed
   outright adds nothing), so a resumed run's `results.json` reports the time of the whole run
   (`run_wall_s`), not of its last launch.
+- **Helpers hold it too.** A process the run starts that writes into the directory (verl's processes) can
+  inherit the lock's descriptor (`held_lock_fd`): the lock is free only once every holder is gone.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ LOCK_FILE = ".lock"
 SUPERSEDED = "superseded"
 # one value per process: Hydra's default run and sweep directories end with it (conf/*.yaml: ${unique:})
 PROCESS_SUFFIX = secrets.token_hex(3)
+_HELD: dict[Path, Any] = {}  # run_dir (resolved) -> the open lock file, while claim_run_dir holds it
 
 
 def register_resolvers() -> None:
@@ -136,6 +139,14 @@ def _lock(run_dir: Path):
     return f
 
 
+def held_lock_fd(run_dir: Path) -> int | None:
+    """The descriptor of `run_dir`'s lock while this process holds it (claim_run_dir), else None. A child process
+    that inherits it (`subprocess.Popen(..., pass_fds=(fd,))`) keeps the lock held until it exits, this process's
+    death included (flock belongs to the open file, which lives while any process has it open)."""
+    lock = _HELD.get(Path(run_dir).resolve())
+    return lock.fileno() if lock is not None else None
+
+
 def _supersede(run_dir: Path) -> Path:
     """Move a previous run's files out of the way (never delete them)."""
     target = run_dir / SUPERSEDED / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -157,6 +168,7 @@ def claim_run_dir(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = _lock(run_dir)
+    _HELD[run_dir.resolve()] = lock
     try:
         saved_path = run_dir / CONFIG_FILE
         if saved_path.exists():
@@ -192,5 +204,6 @@ def claim_run_dir(
             raise
         ended("finished")
     finally:
+        _HELD.pop(run_dir.resolve(), None)
         fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()

@@ -42,8 +42,9 @@ train: the job's training prompts (judge_rl.policy.sources.load_policy_prompts: 
 val: for generated prompts, `VAL_PROMPTS` prompts of the generator's held-out split (disjoint base tasks); for a
 file, its first `VAL_PROMPTS` rows.
 
-No secret reaches a file: the key is read by the judge client from `judge.api_key_env` at each request, and the
-variable's name is forwarded to Ray's workers in memory (judge_rl/backends/verl/entry.py).
+No secret reaches a file: the key is read by the judge client from `judge.api_key_env` at each request; only the
+variable's name travels, and its value never goes into Ray's runtime env: the reward workers inherit it from the Ray
+the job starts, or read it from their node's environment (judge_rl/backends/verl/entry.py).
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ def policy_verl_task(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | 
     """What the policy's reward adds to a verl launch (module docstring): its prompts exported under
     <run_dir>/verl/data, the reward function, its kwargs and manager keys, and for a judge-graded reward the file the
     reward workers write each sample's outcome to (reward_outcomes.py) and the judge key's variable NAME, both
-    forwarded to Ray's workers. judge_base_url: the judge's OpenAI-compatible URL as Ray's reward workers reach it
+    forwarded to Ray's workers (a secret's value by inheritance only: entry.py). judge_base_url: the judge's OpenAI-compatible URL as Ray's reward workers reach it
     (None only for policy_reward=rule); judge_model: the model id requests carry (None: `judge_model_name`)."""
     judged = needs_judge(job)
     if judged and job.judge_failure.mode != "mask":

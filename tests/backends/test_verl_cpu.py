@@ -4,6 +4,7 @@ crash and resume, verl's model merger, and evaluation of the merged judge."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -102,28 +103,135 @@ def _metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+# secret values in the job's environment: none may reach a file the job, verl, Ray or W&B writes, nor the console
+SECRETS = {"WANDB_API_KEY": "sk-test-SECRET123-wandb", "OPENAI_API_KEY": "sk-test-SECRET456-openai"}
+
+
+def _job_processes(tag: str) -> list[tuple[int, list[str], dict[str, str]]]:
+    """(pid, command line, environment) of every live process of this user whose environment carries `tag`: the
+    job's processes, re-parented or not."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            environ = proc.environ()
+            if environ.get("JUDGE_RL_TEST_TAG") == tag and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append((proc.pid, proc.cmdline(), environ))
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    return found
+
+
+def _lock_free(run_dir: Path) -> bool:
+    import fcntl
+
+    with open(run_dir / ".lock", "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True
+
+
+def _files_holding(roots: list[Path], values: list[str]) -> list[str]:
+    hits = []
+    for root in roots:
+        for path in [root] if root.is_file() else root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                hits += [f"{path}: {v}" for v in values if v.encode() in data]
+    return hits
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not _vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_merges_and_is_evaluated(tmp_path):
+    """One real verl job, killed with kill -9 after step 2 and re-run. On the main of issue 36: the verl process and
+    ~30 Ray/vLLM processes outlived the kill with the run dir's lock free and wrote global_step_3; the W&B key was in
+    Ray's logs (verl printed it in its config), in a wandb/ folder in the launch directory and on the console."""
+    import tempfile
+
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "judge_rl", "cluster=cpu_verl", "stages=[rl,eval_rl]", "logger=none",
+    launch_dir = tmp_path / "cwd"  # the directory the job is started from: nothing of the job may land here
+    launch_dir.mkdir()
+    # Ray's session (logs of every worker), every temp file and W&B's config and cache: all scanned below; short,
+    # for the Unix sockets under it
+    scratch = Path(tempfile.mkdtemp(prefix="jr", dir="/tmp"))
+    tag = scratch.name
+    command = [sys.executable, "-m", "judge_rl", "cluster=cpu_verl", "stages=[rl,eval_rl]", "logger=wandb",
                "trainer.total_steps=3", "trainer.save_every=1", "trainer.max_new_tokens=32", "eval.limit=4",
                "eval.benchmarks=[]", f"run_dir={run_dir}"]  # fmt: skip
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    log1 = open(tmp_path / "launch1.log", "wb")
-    first = subprocess.Popen(command, cwd=REPO, env=env, stdout=log1, stderr=subprocess.STDOUT, start_new_session=True)
-    step2 = run_dir / "verl" / "checkpoints" / "global_step_2"
-    deadline = time.monotonic() + 900
-    while not (step2 / "actor").is_dir() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(2)
-    time.sleep(5)  # let the step-2 checkpoint finish writing before the crash
-    assert first.poll() is None, (tmp_path / "launch1.log").read_text()[-3000:]
-    os.killpg(first.pid, signal.SIGKILL)  # a crash: nothing gets to clean up
-    first.wait()
-    time.sleep(5)  # Ray's daemons notice their driver died
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", **SECRETS, "WANDB_MODE": "offline",
+           "JUDGE_RL_FORWARD_ENV": "OPENAI_API_KEY",  # the policy job names its judge's key this way
+           "RAY_TMPDIR": str(scratch), "TMPDIR": str(scratch), "WANDB_CONFIG_DIR": str(scratch / "wandb-config"),
+           "WANDB_CACHE_DIR": str(scratch / "wandb-cache"), "WANDB_DATA_DIR": str(scratch / "wandb-data"),
+           "JUDGE_RL_TEST_TAG": tag}  # fmt: skip
+    env.pop("RAY_ADDRESS", None)
+    try:
+        with open(tmp_path / "launch1.log", "wb") as log1:
+            first = subprocess.Popen(command, cwd=launch_dir, env=env, stdout=log1, stderr=subprocess.STDOUT)
+        ckpts = run_dir / "verl" / "checkpoints"
 
-    second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
-    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
+        def step_2_done() -> bool:  # checkpointed, and logged: verl writes a step's metrics after its checkpoint
+            logged = [json.loads(line)["step"] for path in (run_dir / "verl" / "metrics").glob("*.jsonl")
+                      for line in path.read_text().splitlines() if line.strip().endswith("}")]
+            return (ckpts / "global_step_2" / "actor").is_dir() and 2 in logged
+
+        deadline = time.monotonic() + 900
+        while not step_2_done() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(2)
+        assert first.poll() is None, (tmp_path / "launch1.log").read_text()[-3000:]
+        job = _job_processes(tag)
+        ray_workers = [environ for _, cmdline, environ in job if " ".join(cmdline).startswith("ray::")]
+        assert len(job) > 5 and ray_workers, [cmdline[:3] for _, cmdline, _ in job]
+        # the Ray workers the job started read the keys from the environment they inherit, not from Ray's runtime env
+        assert all(environ.get("OPENAI_API_KEY") == SECRETS["OPENAI_API_KEY"] for environ in ray_workers)
+
+        steps_at_kill = sorted(p.name for p in ckpts.glob("global_step_*"))
+        os.kill(first.pid, signal.SIGKILL)  # a crash of the job's own process: it cleans up nothing
+        first.wait()
+        killed = time.monotonic()
+        # the run dir's lock stays held while any process of verl's lives, and they all die within seconds
+        while time.monotonic() - killed < 30:
+            free = _lock_free(run_dir)
+            left = [p for p in _job_processes(tag) if "JUDGE_RL_VERL_JOB" in p[2]]  # verl's and W&B's in it
+            assert not (free and left), f"the lock is free while {[cmdline[:2] for _, cmdline, _ in left]} run"
+            if not left:
+                break
+            time.sleep(0.2)
+        assert not left, [cmdline[:3] for _, cmdline, _ in left]
+        assert time.monotonic() - killed < 15
+        while _job_processes(tag) and time.monotonic() - killed < 30:  # the job's own W&B service exits by itself
+            time.sleep(0.5)
+        assert not _job_processes(tag), [cmdline[:3] for _, cmdline, _ in _job_processes(tag)]
+        time.sleep(5)
+        assert sorted(p.name for p in ckpts.glob("global_step_*")) == steps_at_kill == ["global_step_1", "global_step_2"]
+        assert _lock_free(run_dir)
+
+        second = subprocess.run(command, cwd=launch_dir, env=env, capture_output=True, text=True, timeout=1200)
+        console_out = second.stdout + second.stderr
+        assert second.returncode == 0, console_out[-4000:]
+        assert not _job_processes(tag)
+
+        # no secret value anywhere: the run dir (verl's W&B run and the job's own), Ray's session logs (where verl
+        # prints its config), the temp files, W&B's config and cache, the launch directory, the console
+        (tmp_path / "launch2.log").write_text(console_out)
+        roots = [run_dir, scratch, launch_dir, tmp_path / "launch1.log", tmp_path / "launch2.log"]
+        assert not _files_holding(roots, list(SECRETS.values()))
+        assert not list(launch_dir.rglob("wandb")), list(launch_dir.rglob("*"))  # Hydra's outputs/ only
+        assert list((run_dir / "verl" / "wandb").glob("offline-run-*/run-*.wandb"))  # verl's W&B run, in the run dir
+        worker_logs = " ".join(p.read_text(errors="ignore") for p in scratch.glob("ray/session_*/logs/worker-*.out"))
+        assert "experiment_name" in worker_logs  # the scan saw the config verl prints in its workers
+        assert "ray init kwargs" in (tmp_path / "launch1.log").read_text(errors="ignore") + console_out
+    finally:
+        import shutil
+
+        for pid, _, _ in _job_processes(tag):  # a failed run leaves nothing behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(scratch, ignore_errors=True)
 
     launches = sorted((run_dir / "verl" / "metrics").glob("*.jsonl"))
     assert len(launches) == 2

@@ -27,10 +27,9 @@ def test_dry_run_writes_a_valid_verl_config_and_launches_nothing(tmp_path, monke
     assert cfg.reward.custom_reward_function.name == "compute_score"
     assert not (tmp_path / "rl_model").exists() and not (tmp_path / "metrics.jsonl").exists()
     assert "secret-key-for-test" not in (tmp_path / "verl" / "ppo_trainer.yaml").read_text()
-    # the entry process adds the key to Ray's runtime env in memory only
-    forwarded = with_forwarded_env(cfg, {"WANDB_API_KEY": "k", "UNRELATED": "x"})
-    assert forwarded.ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY == "k"
-    assert "UNRELATED" not in forwarded.ray_kwargs.ray_init.runtime_env.env_vars
+    # the entry process adds the W&B settings to Ray's runtime env, never the key (verl and Ray log that env)
+    forwarded = with_forwarded_env(cfg, {"WANDB_API_KEY": "k", "WANDB_MODE": "offline", "UNRELATED": "x"})
+    assert dict(forwarded.ray_kwargs.ray_init.runtime_env.env_vars) == {"WANDB_MODE": "offline"}
 
 
 def test_dry_run_flag_and_a_three_point_sweep_give_three_distinct_valid_jobs(tmp_path):
@@ -69,3 +68,118 @@ def test_every_variable_launch_env_sets_reaches_the_ray_workers(tmp_path, make_j
     assert set(env) - {"RAY_ADDRESS"} <= set(FORWARDED_ENV), sorted(set(env) - {"RAY_ADDRESS"} - set(FORWARDED_ENV))
     forwarded = with_forwarded_env(OmegaConf.create({"ray_kwargs": {"ray_init": {"runtime_env": None}}}), env)
     assert forwarded.ray_kwargs.ray_init.runtime_env.env_vars.WANDB_JOB_TYPE == "run"
+    # verl's W&B run writes in the run dir, not in wandb/ of the directory the job was started from
+    assert env["WANDB_DIR"] == str((tmp_path / "verl").resolve())
+
+
+def test_no_secret_value_goes_into_rays_runtime_env_and_an_existing_cluster_is_told_which():
+    """On the main of issue 36 the entry process put WANDB_API_KEY, HF_TOKEN and the judge's OPENAI_API_KEY into
+    Ray's runtime env, which verl prints (`ray init kwargs`, its config in every worker's log), Ray's runtime-env
+    agent logs and verl's W&B run saves."""
+    from judge_rl.backends.verl import entry
+    from judge_rl.backends.verl.launch import is_secret
+
+    assert all(map(is_secret, ["WANDB_API_KEY", "HF_TOKEN", "OPENAI_API_KEY", "MY_SECRET", "DB_PASSWORD"]))
+    assert not any(map(is_secret, ["WANDB_MODE", "WANDB_DIR", "VLLM_CPU_KVCACHE_SPACE", "JUDGE_RL_REWARD_OUTCOMES"]))
+    environ = {"WANDB_API_KEY": "s1", "HF_TOKEN": "s2", "OPENAI_API_KEY": "s3", "WANDB_PROJECT": "p",
+               "JUDGE_RL_REWARD_OUTCOMES": "/o.jsonl", "JUDGE_RL_FORWARD_ENV": "OPENAI_API_KEY,JUDGE_RL_REWARD_OUTCOMES"}
+    cfg = entry.with_forwarded_env(OmegaConf.create({"ray_kwargs": {"ray_init": {"runtime_env": None}}}), environ)
+    assert dict(cfg.ray_kwargs.ray_init.runtime_env.env_vars) == {"WANDB_PROJECT": "p", "JUDGE_RL_REWARD_OUTCOMES": "/o.jsonl"}
+    assert entry.withheld_secrets(environ) == ["WANDB_API_KEY", "HF_TOKEN", "OPENAI_API_KEY"]
+    # on an existing cluster the entry names (never shows) what the nodes' environment must hold
+    note = entry.cluster_note({**environ, "RAY_ADDRESS": "auto"})
+    assert note.startswith("judge_rl: WANDB_API_KEY, HF_TOKEN, OPENAI_API_KEY not forwarded to the Ray cluster at auto")
+    assert not {"s1", "s2", "s3"} & set(note.split()) and entry.cluster_note(environ) is None
+
+
+# verl's process tree in miniature: the leader starts processes the way Ray does (each in a process group of its own,
+# one ignoring SIGTERM, one re-parented by a double fork) and one in a session of its own (as W&B's service does),
+# writes their pids, then exits (`exit`) or waits (`wait`)
+_TREE = r'''
+import os, signal, subprocess, sys, time
+loop = "import os, signal, time\nif os.environ.get('DEAF'): signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(0.1)"
+kids = [subprocess.Popen([sys.executable, "-c", loop], process_group=0, env={**os.environ, "DEAF": deaf})
+        for deaf in ("", "1" if sys.argv[1] == "wait" else "")]
+kids.append(subprocess.Popen([sys.executable, "-c", loop], start_new_session=True))
+orphan = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
+                           + repr(loop) + "], process_group=0); print(p.pid, flush=True)"], stdout=subprocess.PIPE, text=True)
+pids = [os.getpid(), *(k.pid for k in kids), int(orphan.stdout.readline())]
+open(sys.argv[2] + ".tmp", "w").write(" ".join(map(str, pids)))
+os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+if sys.argv[1] == "wait":
+    time.sleep(600)
+'''
+_JOB = r'''
+import os, sys
+from pathlib import Path
+from judge_rl.rundir import claim_run_dir, held_lock_fd
+from judge_rl.backends.verl.launch import run_session
+run_dir = Path(sys.argv[1])
+with claim_run_dir(run_dir, {}, resume=True, neutral=[]):
+    print("exit code", run_session([sys.executable, "-c", sys.argv[2], sys.argv[3], str(run_dir / "pids")], os.environ,
+                                   held_lock_fd(run_dir)), flush=True)
+'''
+
+
+def _alive(pids: list[int]) -> list[int]:
+    import psutil
+
+    def live(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    return [p for p in pids if live(p)]
+
+
+def _pids(run_dir, job) -> list[int]:
+    import time
+
+    deadline = time.monotonic() + 60
+    while not (run_dir / "pids").exists() and job.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [int(p) for p in (run_dir / "pids").read_text().split()]
+
+
+def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_lock_until_then(tmp_path):
+    """On the main of issue 36 a kill -9 of the job left verl's process (re-parented to init) and its Ray and vLLM
+    processes training, with the run dir's lock free: they wrote the next checkpoint into it. Ray puts each worker
+    in a process group of its own, so stopping the entry process's group is not enough."""
+    import fcntl
+    import signal
+    import time
+
+    def lock_free(run_dir) -> bool:
+        with open(run_dir / ".lock", "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return True
+
+    # the leader exits normally: what it left running is stopped before the launch returns
+    run_dir = tmp_path / "done"
+    out = subprocess.run([sys.executable, "-c", _JOB, str(run_dir), _TREE, "exit"], capture_output=True, text=True,
+                         timeout=120, cwd=REPO_ROOT)
+    assert "exit code 0" in out.stdout, out.stderr[-2000:]
+    pids = [int(p) for p in (run_dir / "pids").read_text().split()]
+    assert len(pids) == 5 and not _alive(pids)
+
+    # the job is killed with kill -9: every process of verl's session dies within seconds, and the run dir's lock is
+    # free only once none is left
+    run_dir = tmp_path / "killed"
+    job = subprocess.Popen([sys.executable, "-c", _JOB, str(run_dir), _TREE, "wait"], cwd=REPO_ROOT)
+    pids = _pids(run_dir, job)
+    assert len(_alive(pids)) == 5 and not lock_free(run_dir)
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait()
+    killed = time.monotonic()
+    while _alive(pids) and time.monotonic() - killed < 30:
+        assert not lock_free(run_dir), f"the lock is free while {_alive(pids)} run"
+        time.sleep(0.05)
+    assert not _alive(pids) and time.monotonic() - killed < 10
+    while not lock_free(run_dir) and time.monotonic() - killed < 15:  # the watchdog exits once it saw none left
+        time.sleep(0.05)
+    assert lock_free(run_dir)

@@ -230,11 +230,12 @@ def test_the_wandb_mode_reaches_the_job_environment_and_no_key_reaches_a_file(tm
     assert env["VERL_FILE_LOGGER_PATH"].startswith(str((tmp_path / "verl" / "metrics").resolve()))
     assert launch_env(job, tmp_path, {"WANDB_API_KEY": "k" * 40})["WANDB_MODE"] == "online"
     assert launch_env(job, tmp_path, {"WANDB_API_KEY": "k" * 40, "WANDB_MODE": "disabled"})["WANDB_MODE"] == "disabled"
-    # the entry process hands them to Ray's runtime env, in memory
+    # the entry process hands them to Ray's runtime env, in memory; never the key
     cfg = OmegaConf.create({"ray_kwargs": {"ray_init": {"runtime_env": None}}})
     forwarded = with_forwarded_env(cfg, {**env, "WANDB_API_KEY": "secret-key-0123456789"})
     env_vars = forwarded.ray_kwargs.ray_init.runtime_env.env_vars
     assert env_vars.WANDB_MODE == "offline" and env_vars.WANDB_RUN_GROUP == "sweep-a" and "VERL_FILE_LOGGER_PATH" in env_vars
+    assert "WANDB_API_KEY" not in env_vars
     # a real dry run with a key in the environment: preflight passes, nothing on disk holds the key
     monkeypatch.setenv("WANDB_API_KEY", "secret-key-0123456789")
     monkeypatch.delenv("WANDB_MODE", raising=False)

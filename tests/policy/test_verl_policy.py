@@ -102,13 +102,14 @@ def test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key(t
     assert any(p.suffix == ".parquet" for p in written) and any(p.suffix == ".yaml" for p in written)
     for path in written:
         assert SECRET.encode() not in path.read_bytes(), path
-    # the key's variable NAME goes to the entry process, which forwards its value to Ray in memory only
+    # the key's variable NAME goes to the entry process, which never puts its value in Ray's runtime env (verl and Ray
+    # log it): the workers of the Ray it starts inherit it, an existing cluster's nodes must have it
     env = task_env(job, tmp_path, policy_verl_task(job, tmp_path, "http://x/v1"))
     assert env["JUDGE_RL_FORWARD_ENV"] == "OPENAI_API_KEY,JUDGE_RL_REWARD_OUTCOMES"
     from judge_rl.backends.verl.entry import with_forwarded_env
 
     forwarded = with_forwarded_env(OmegaConf.create(OmegaConf.to_container(cfg)), env)
-    assert forwarded.ray_kwargs.ray_init.runtime_env.env_vars.OPENAI_API_KEY == SECRET
+    assert "OPENAI_API_KEY" not in forwarded.ray_kwargs.ray_init.runtime_env.env_vars
     # the reward workers write each sample's outcome where the job reads it back (reward_outcomes.py)
     outcomes = forwarded.ray_kwargs.ray_init.runtime_env.env_vars.JUDGE_RL_REWARD_OUTCOMES
     assert outcomes == str((tmp_path / "verl" / "reward_outcomes.jsonl").resolve())

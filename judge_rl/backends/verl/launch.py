@@ -2,9 +2,19 @@
 
 Each verl job is a fresh `python -m judge_rl.backends.verl.entry <config>` process, so a Hydra multirun
 never reuses the previous job's Ray session or GPU memory. The translated config is written, fully
-resolved, to `<run_dir>/verl/ppo_trainer.yaml` (no secrets in it); the entry process adds the W&B
-settings from its environment to Ray's runtime environment in memory, so Ray workers on an existing
-cluster log to the same place without the key ever touching a file or a log.
+resolved, to `<run_dir>/verl/ppo_trainer.yaml` (no secrets in it); the entry process adds the non-secret W&B
+settings from its environment to Ray's runtime environment in memory, so Ray workers on an existing cluster log to
+the same place. A secret's value (an API key, a token: `is_secret`) never goes there, nor into any file or log: the
+Ray the entry process starts inherits it (entry.py says how an existing cluster gets it). verl's W&B run writes
+under `<run_dir>/verl/wandb` (WANDB_DIR), not in the directory the job was launched from.
+
+verl's processes die with the job: the entry process leads a session of its own, which Ray's daemons and workers
+and vLLM's engines stay in (each Ray worker in a process group of its own), the kernel kills the entry process when
+the job dies (PR_SET_PDEATHSIG), a watchdog (session_watchdog.py) stops the whole session (and any process that
+left it, by a marker in its environment) once the job is gone,
+`kill -9` included, and the job stops it whenever the launch ends. Both hold the run directory's lock
+(rundir.held_lock_fd): it is free again only once no process of the session is left, so nothing writes into a run
+directory whose lock is not held.
 
 `dry_run=true` (or `--dry-run`) prints the command and the config and launches nothing: the way to
 check a cluster job from a laptop.
@@ -14,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import secrets
 import shlex
 import subprocess
 import sys
@@ -24,6 +36,9 @@ from typing import Any, Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from judge_rl import stopping
+from judge_rl.rundir import held_lock_fd
+from judge_rl.backends.verl.session_watchdog import MARKER_ENV, stop_session
+from judge_rl.servers.endpoint import _parent_death_signal
 from judge_rl.config import dotted_leaves
 from judge_rl.backends.verl.preflight import check_machine, machine_packages, preflight, probe_machine, raise_problems
 from judge_rl.backends.verl.translate import ATTENTION_KEY, TRAINING_MODELS, validate, verl_config
@@ -35,10 +50,18 @@ from judge_rl.reports.logging import hydra_context, wandb_mode, wandb_run_labels
 from judge_rl.backends import BACKENDS, LaunchJob, Log, RLResult, RLTask, VerlTask
 
 # Forwarded by name to Ray workers (values only ever come from the environment): every W&B / verl variable
-# launch_env sets must be here, or verl's logger in a Ray actor on another node never sees it.
+# launch_env sets must be here, or verl's logger in a Ray actor on another node never sees it. A secret's value is
+# never forwarded (entry.py): WANDB_API_KEY, HF_TOKEN and a judge's API key reach the workers by inheritance from the
+# Ray the entry process starts, or from their node's environment on an existing cluster (the entry names them).
 FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_JOB_TYPE",
-                 "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH",
+                 "WANDB_DIR", "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH",
                  "VERL_USE_EXTERNAL_MODULES", "VERL_PLATFORM", "VLLM_CPU_KVCACHE_SPACE")
+# a variable whose name says it holds a credential: its value never reaches Ray's runtime env, a file or a log
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+WANDB_SUBDIR = "verl"  # WANDB_DIR=<run_dir>/verl: verl's W&B run writes <run_dir>/verl/wandb/
+STOP_GRACE_S = 10.0  # SIGTERM to verl's session, then SIGKILL
+WATCHDOG_GRACE_S = 3.0  # the same once the job was killed: nothing is left to save, the session goes within seconds
+WATCHDOG = Path(__file__).with_name("session_watchdog.py")
 # cluster.device=cpu: verl imports the modules named in VERL_USE_EXTERNAL_MODULES in every process (driver and Ray
 # workers) and takes the platform VERL_PLATFORM names, so these put verl on judge_rl's CPU platform
 CPU_PLATFORM_MODULE = "judge_rl.backends.verl.cpu_platform"
@@ -47,6 +70,11 @@ VLLM_CPU_KVCACHE_GB = "1"  # vLLM-CPU's KV cache (GiB) when VLLM_CPU_KVCACHE_SPA
 # (the policy job forwards its judge's `judge.api_key_env` this way: the name travels, never the value).
 EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
 METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
+
+
+def is_secret(name: str) -> bool:
+    """Whether the variable `name` holds a credential (WANDB_API_KEY, HF_TOKEN, OPENAI_API_KEY, ...)."""
+    return bool(SECRET_NAME.search(name))
 
 
 def experiment_name(job: LaunchJob, run_dir: Path, reward_name: str) -> str:
@@ -158,6 +186,7 @@ def launch_env(job: LaunchJob, run_dir: Path, environ: Mapping[str, str] | None 
     if job.cluster.device == "cpu":
         env.update(cpu_platform_env(env))
     env["VERL_FILE_LOGGER_PATH"] = str((run_dir / "verl" / METRICS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl").resolve())
+    env["WANDB_DIR"] = str((run_dir / WANDB_SUBDIR).resolve())  # not wandb/ in the directory the job started from
     return env
 
 
@@ -215,8 +244,7 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
     try:
         # a SIGTERM to this job goes on to verl's process, which stops (its last checkpoint is what a re-run resumes
         # from); this job then stops as interrupted (judge_rl/stopping.py)
-        with subprocess.Popen(command, env=env) as proc, stopping.deferred(on_request=proc.terminate):
-            code = proc.wait()
+        code = run_session(command, env, held_lock_fd(run_dir))
         if code:
             raise subprocess.CalledProcessError(code, command)
     finally:  # the steps verl finished count even when it crashed later
@@ -226,6 +254,38 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
             log(record, step)
             history.append(record)
     return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=history)
+
+
+def run_session(command: list[str], env: Mapping[str, str], lock_fd: int | None = None) -> int:
+    """Run `command` (verl's entry process) as the leader of a session of its own and return its exit code; no
+    process of the session outlives this call, nor this process (module docstring): the kernel kills the leader when
+    this process dies, a watchdog stops the session, and this call stops it when the leader exits, fails or this
+    process is interrupted (Ctrl-C: the session gets no SIGINT of the terminal's). A SIGTERM to this process goes on
+    to the leader (judge_rl/stopping.py), which stops; this call then stops the rest. `lock_fd` (the run directory's
+    lock) is inherited by the leader and the watchdog: the lock stays held while either lives, and the watchdog exits
+    only once the session is empty."""
+    fds = (lock_fd,) if lock_fd is not None else ()
+    marker = f"{os.getpid()}-{secrets.token_hex(6)}"  # inherited by every process of the job (session_watchdog.py)
+    proc = subprocess.Popen(command, env={**env, MARKER_ENV: marker}, start_new_session=True,
+                            preexec_fn=_parent_death_signal(), pass_fds=fds)
+    stop = lambda: stop_session(proc.pid, STOP_GRACE_S, reap=proc.poll, marker=marker)  # noqa: E731
+    try:
+        watchdog = subprocess.Popen([sys.executable, str(WATCHDOG), str(os.getpid()), str(proc.pid), str(WATCHDOG_GRACE_S),
+                                     marker], stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=fds)
+    except BaseException:
+        stop()
+        raise
+    try:
+        with stopping.deferred(on_request=proc.terminate):
+            return proc.wait()
+    finally:
+        stop()  # what is left (Ray's daemons and workers, vLLM, W&B's service) goes
+        proc.wait()
+        try:  # it exits by itself once the session is empty
+            watchdog.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            watchdog.kill()
+            watchdog.wait()
 
 
 def merged_model_dir(cfg, run_dir: Path) -> Path:
