@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from typing import Callable, Iterator
 
@@ -78,3 +79,23 @@ def deferred(on_request: Callable[[], None] | None = None) -> Iterator[None]:
     if _state["requested"] and not _state["raised"]:
         _state["raised"] = True
         raise Terminated()
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent():
+    """A `preexec_fn` that has the kernel SIGKILL the child when this process dies, kill -9 included (Linux prctl
+    PR_SET_PDEATHSIG); None elsewhere. For the processes a job starts and must not outlive it (a served judge, verl's
+    entry process). libc is loaded here, before the fork: the child only calls it. The signal follows the thread
+    that started the child, so that thread must outlive the child (a `with` block around it does)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def set_death_signal() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return set_death_signal

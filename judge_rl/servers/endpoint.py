@@ -57,7 +57,9 @@ from typing import Callable, Iterator, Sequence
 
 import httpx
 
+from judge_rl import stopping
 from judge_rl.servers.http import HOST, ChatCompletionServer, load_model_config
+from judge_rl.servers.watchdog import group_alive
 
 LOG_NAME = "vllm_serve.log"
 STOP_GRACE_S = 10.0
@@ -262,15 +264,6 @@ def _last_line(path: Path) -> str:
     return said[-1][:300] if said else ""
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the process group `pgid` is left."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):  # a group this job may not signal is not the one it started
-        return False
-    return True
-
-
 def _stop(process: subprocess.Popen) -> None:
     """SIGTERM to the server's process group (vLLM's engine and workers are its children), SIGKILL
     after STOP_GRACE_S; done when the server and every process of its group are gone. A server that
@@ -278,7 +271,7 @@ def _stop(process: subprocess.Popen) -> None:
     pgid = process.pid  # the group the job started (start_new_session): pgid == pid
 
     def gone() -> bool:
-        return process.poll() is not None and not _group_alive(pgid)
+        return process.poll() is not None and not group_alive(pgid)
 
     for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
         if gone():
@@ -296,7 +289,6 @@ def _stop(process: subprocess.Popen) -> None:
 
 PORT_BASE = 8011  # judge.port=null: the first free port from here (below Linux's ephemeral range, 32768-60999)
 PORT_SPAN = 200
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 WATCHDOG = Path(__file__).with_name("watchdog.py")
 
 
@@ -374,22 +366,6 @@ def job_model_id(name: str) -> str:
     return f"{name}@job-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def _parent_death_signal():
-    """A preexec_fn that has the kernel SIGKILL the child when this job dies (Linux prctl PR_SET_PDEATHSIG); None
-    elsewhere. libc is loaded here, before the fork: the child only calls it. The signal follows the thread that
-    started the child, so the thread that enters judge_endpoint must outlive the endpoint (a `with` block does)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def die_with_parent() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-    return die_with_parent
-
-
 @contextlib.contextmanager
 def _vllm_process(judge_cfg, cache_dir: str, log_dir, command) -> Iterator[Endpoint]:
     from judge_rl.servers.vllm import cpu_environment, cuda_available, model_dir
@@ -425,7 +401,7 @@ def _vllm_process(judge_cfg, cache_dir: str, log_dir, command) -> Iterator[Endpo
             log.write(f"$ {shlex.join(argv)}\n".encode())
             log.flush()
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True, env=env, preexec_fn=_parent_death_signal())
+                                       start_new_session=True, env=env, preexec_fn=stopping.die_with_parent())
             try:  # its own session: the job's Ctrl-C or group signals never reach it
                 watchdog = subprocess.Popen(
                     [sys.executable, str(WATCHDOG), str(os.getpid()), str(process.pid), str(STOP_GRACE_S)],

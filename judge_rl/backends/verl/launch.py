@@ -38,7 +38,6 @@ from omegaconf import DictConfig, OmegaConf
 from judge_rl import stopping
 from judge_rl.rundir import held_lock_fd
 from judge_rl.backends.verl.session_watchdog import MARKER_ENV, stop_session
-from judge_rl.servers.endpoint import _parent_death_signal
 from judge_rl.config import dotted_leaves
 from judge_rl.backends.verl.preflight import check_machine, machine_packages, preflight, probe_machine, raise_problems
 from judge_rl.backends.verl.translate import ATTENTION_KEY, TRAINING_MODELS, validate, verl_config
@@ -267,7 +266,7 @@ def run_session(command: list[str], env: Mapping[str, str], lock_fd: int | None 
     fds = (lock_fd,) if lock_fd is not None else ()
     marker = f"{os.getpid()}-{secrets.token_hex(6)}"  # inherited by every process of the job (session_watchdog.py)
     proc = subprocess.Popen(command, env={**env, MARKER_ENV: marker}, start_new_session=True,
-                            preexec_fn=_parent_death_signal(), pass_fds=fds)
+                            preexec_fn=stopping.die_with_parent(), pass_fds=fds)
     stop = lambda: stop_session(proc.pid, STOP_GRACE_S, reap=proc.poll, marker=marker)  # noqa: E731
     try:
         watchdog = subprocess.Popen([sys.executable, str(WATCHDOG), str(os.getpid()), str(proc.pid), str(WATCHDOG_GRACE_S),
