@@ -30,6 +30,19 @@ def compose_config(overrides: list[str]):
         return compose(config_name="config", overrides=[f"cache_dir={CACHE_DIR}", *overrides])
 
 
+def run_dir_lock_free(run_dir: Path) -> bool:
+    """Whether nothing holds the run directory's lock (judge_rl/rundir.py's `.lock`): taken and let go at once."""
+    import fcntl
+
+    with open(run_dir / ".lock", "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.exists():

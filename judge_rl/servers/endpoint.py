@@ -45,7 +45,6 @@ import os
 import secrets
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -59,7 +58,7 @@ import httpx
 
 from judge_rl import stopping
 from judge_rl.servers.http import HOST, ChatCompletionServer, load_model_config
-from judge_rl.servers.watchdog import group_alive
+from judge_rl.servers.watchdog import stop_group
 
 LOG_NAME = "vllm_serve.log"
 STOP_GRACE_S = 10.0
@@ -268,21 +267,7 @@ def _stop(process: subprocess.Popen) -> None:
     """SIGTERM to the server's process group (vLLM's engine and workers are its children), SIGKILL
     after STOP_GRACE_S; done when the server and every process of its group are gone. A server that
     died first (a crash, a kill) may leave its engine process behind: the group is stopped all the same."""
-    pgid = process.pid  # the group the job started (start_new_session): pgid == pid
-
-    def gone() -> bool:
-        return process.poll() is not None and not group_alive(pgid)
-
-    for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
-        if gone():
-            return
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        deadline = time.monotonic() + wait_s
-        while not gone() and time.monotonic() < deadline:
-            time.sleep(0.05)
+    stop_group(process.pid, STOP_GRACE_S, leader=process)  # the group the job started (start_new_session): pgid == pid
 
 
 # -- a job's own server: its port, its identity, its death -------------------------------------------

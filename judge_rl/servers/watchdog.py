@@ -29,17 +29,23 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def stop_group(pgid: int, grace_s: float) -> None:
+def stop_group(pgid: int, grace_s: float, leader=None) -> None:
+    """SIGTERM to process group `pgid`, SIGKILL after `grace_s`; done when no process of the group is left and, given
+    the group's `leader` (a subprocess.Popen the caller started), once it is reaped (a zombie leader keeps its group)."""
+
+    def gone() -> bool:
+        return (leader is None or leader.poll() is not None) and not group_alive(pgid)
+
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        if gone():
+            return
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
-            return
+            pass
         deadline = time.monotonic() + wait_s
-        while group_alive(pgid) and time.monotonic() < deadline:
+        while not gone() and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not group_alive(pgid):
-            return
 
 
 def main(argv: list[str]) -> int:

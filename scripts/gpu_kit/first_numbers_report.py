@@ -245,6 +245,15 @@ def f(x: Any, nd: int = 3) -> str:
     return str(x)
 
 
+def write_summary(keep: Path, lines: list[str], doc: dict[str, Any]) -> dict[str, Any]:
+    """`lines` as keep/summary.txt and `doc` as keep/summary.json; returns the report ({"text": ..., **doc})."""
+    text = "\n".join(lines) + "\n"
+    keep.mkdir(parents=True, exist_ok=True)
+    (keep / "summary.txt").write_text(text)
+    (keep / "summary.json").write_text(json.dumps(doc, indent=1, default=str))
+    return {"text": text, **doc}
+
+
 def report(work: str | Path, cpu_ref: str | Path | None = None) -> dict[str, Any]:
     keep = Path(work) / "keep"
     steps = read_steps(keep / "steps.tsv")
@@ -324,11 +333,7 @@ def report(work: str | Path, cpu_ref: str | Path | None = None) -> dict[str, Any
             lines.append(f"agreement {label} {name}: {f(r['agreement'])} over {r['n_common']} items (parsed both "
                          f"{f(r['agreement_parsed'])}); accuracy {f(r['accuracy_a'])} vs {f(r['accuracy_b'])}"
                          + (f"; missing {r['n_only_a']} / {r['n_only_b']}" if r["n_only_a"] or r["n_only_b"] else ""))
-    text = "\n".join(lines) + "\n"
-    keep.mkdir(parents=True, exist_ok=True)
-    (keep / "summary.txt").write_text(text)
-    (keep / "summary.json").write_text(json.dumps(doc, indent=1, default=str))
-    return {"text": text, **doc}
+    return write_summary(keep, lines, doc)
 
 
 def main(argv: list[str] | None = None) -> int:

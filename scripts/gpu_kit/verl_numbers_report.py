@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from first_numbers_report import bench, f, main_job, nvsmi_peak, read_json, read_steps  # noqa: E402
+from first_numbers_report import (bench, f, main_job, nvsmi_peak, read_json, read_steps,  # noqa: E402
+                                  write_summary)
 
 VERL_TIMING = ("gen", "reward", "old_log_prob", "ref", "adv", "update_actor", "update_weights", "save_checkpoint",
                "step")
@@ -167,11 +168,7 @@ def report(work: str | Path) -> dict[str, Any]:
         doc["main_dtype"] = read_json(keep / "main_dtype" / "summary.json")
         lines.append("main_dtype (first_numbers.sh, FIRST_NUMBERS_ONLY=main_fp32,main_bf16):")
         lines += [f"  {ln}" for ln in dtype.read_text().splitlines()[1:] if ln.strip()]
-    text = "\n".join(lines) + "\n"
-    keep.mkdir(parents=True, exist_ok=True)
-    (keep / "summary.txt").write_text(text)
-    (keep / "summary.json").write_text(json.dumps(doc, indent=1, default=str))
-    return {"text": text, **doc}
+    return write_summary(keep, lines, doc)
 
 
 def main(argv: list[str] | None = None) -> int:

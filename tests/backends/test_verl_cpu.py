@@ -17,6 +17,8 @@ import pytest
 
 from judge_rl.backends.verl.launch import CPU_PLATFORM_MODULE, FORWARDED_ENV, cpu_platform_env, launch_env
 
+from conftest import run_dir_lock_free
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -123,18 +125,6 @@ def _job_processes(tag: str) -> list[tuple[int, list[str], dict[str, str]]]:
     return found
 
 
-def _lock_free(run_dir: Path) -> bool:
-    import fcntl
-
-    with open(run_dir / ".lock", "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(f, fcntl.LOCK_UN)
-        return True
-
-
 def _files_holding(roots: list[Path], values: list[str]) -> list[str]:
     hits = []
     for root in roots:
@@ -195,7 +185,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
         killed = time.monotonic()
         # the run dir's lock stays held while any process of verl's lives, and they all die within seconds
         while time.monotonic() - killed < 30:
-            free = _lock_free(run_dir)
+            free = run_dir_lock_free(run_dir)
             left = [p for p in _job_processes(tag) if "JUDGE_RL_VERL_JOB" in p[2]]  # verl's and W&B's in it
             assert not (free and left), f"the lock is free while {[cmdline[:2] for _, cmdline, _ in left]} run"
             if not left:
@@ -208,7 +198,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
         assert not _job_processes(tag), [cmdline[:3] for _, cmdline, _ in _job_processes(tag)]
         time.sleep(5)
         assert sorted(p.name for p in ckpts.glob("global_step_*")) == steps_at_kill == ["global_step_1", "global_step_2"]
-        assert _lock_free(run_dir)
+        assert run_dir_lock_free(run_dir)
 
         second = subprocess.run(command, cwd=launch_dir, env=env, capture_output=True, text=True, timeout=1200)
         console_out = second.stdout + second.stderr

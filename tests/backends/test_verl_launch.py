@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from judge_rl.jobs.train import run
 from judge_rl.backends.verl.entry import with_forwarded_env
 
-from conftest import CACHE_DIR, REPO_ROOT, compose_config
+from conftest import CACHE_DIR, REPO_ROOT, compose_config, run_dir_lock_free
 
 DRY = ["cluster=node_8gpu", "dry_run=true", "logger=none", "data.train.kwargs.n=32", "data.eval.kwargs.n=8"]
 
@@ -146,18 +146,8 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
     """On the main of issue 36 a kill -9 of the job left verl's process (re-parented to init) and its Ray and vLLM
     processes training, with the run dir's lock free: they wrote the next checkpoint into it. Ray puts each worker
     in a process group of its own, so stopping the entry process's group is not enough."""
-    import fcntl
     import signal
     import time
-
-    def lock_free(run_dir) -> bool:
-        with open(run_dir / ".lock", "a+") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            fcntl.flock(f, fcntl.LOCK_UN)
-            return True
 
     # the leader exits normally: what it left running is stopped before the launch returns
     run_dir = tmp_path / "done"
@@ -172,14 +162,14 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
     run_dir = tmp_path / "killed"
     job = subprocess.Popen([sys.executable, "-c", _JOB, str(run_dir), _TREE, "wait"], cwd=REPO_ROOT)
     pids = _pids(run_dir, job)
-    assert len(_alive(pids)) == 5 and not lock_free(run_dir)
+    assert len(_alive(pids)) == 5 and not run_dir_lock_free(run_dir)
     os.kill(job.pid, signal.SIGKILL)
     job.wait()
     killed = time.monotonic()
     while _alive(pids) and time.monotonic() - killed < 30:
-        assert not lock_free(run_dir), f"the lock is free while {_alive(pids)} run"
+        assert not run_dir_lock_free(run_dir), f"the lock is free while {_alive(pids)} run"
         time.sleep(0.05)
     assert not _alive(pids) and time.monotonic() - killed < 10
-    while not lock_free(run_dir) and time.monotonic() - killed < 15:  # the watchdog exits once it saw none left
+    while not run_dir_lock_free(run_dir) and time.monotonic() - killed < 15:  # the watchdog exits once it saw none left
         time.sleep(0.05)
-    assert lock_free(run_dir)
+    assert run_dir_lock_free(run_dir)
