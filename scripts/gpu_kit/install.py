@@ -263,8 +263,19 @@ def install_wheels(wheels_dir: Path, names: list[str], target: Path, method: str
     else:
         for w in wheels:
             unzip_wheel(w, target)
+    compile_target(target)
     (target / TARGET_MARKER).write_text("installed by scripts/gpu_kit/install.py\n")
     return method
+
+
+def compile_target(target: Path) -> None:
+    """Write every module's bytecode once, on all cores: the wheels go in with `--no-compile`, and without this each
+    of a verl job's ~10 processes (entry, Ray's task runner and workers, vLLM's server and engine) compiles what it
+    imports itself. Measured on the lent H200 (16 cores, 2026-11-26): 3.2 s for the base kit; the import line of the
+    local backend (ray, verl's core_algos, transformers, trl, datasets, hydra) took 14.2 s after it against 19.0 s
+    without it. A module that does not compile (a py2 leftover in a wheel) is skipped, as pip skips it."""
+    import compileall
+    compileall.compile_dir(str(target), quiet=2, workers=0)
 
 
 def env_line(target: Path, repo: str = "$PWD", env_vars: dict[str, str] | None = None) -> str:

@@ -2,7 +2,7 @@
 # Issue 35's GPU numbers for verl and vLLM in one device `run` call, once the GPU kit and its verl profile are installed
 # on the same warm machine (scripts/gpu_kit/README.md, sections 2 and 4):
 #
-#   bash scripts/gpu_kit/verl_numbers.sh                                         # GPU: <= 8 min, run(timeout_s=600)
+#   bash scripts/gpu_kit/verl_numbers.sh                                         # GPU: <= 9.5 min, run(timeout_s=600)
 #   VERL_NUMBERS_DEVICE=cpu VERL_NUMBERS_TINY=1 bash scripts/gpu_kit/verl_numbers.sh    # wiring check on a CPU
 #   VERL_NUMBERS_PLAN=1 bash scripts/gpu_kit/verl_numbers.sh                     # print the steps and timeouts only
 #
@@ -10,13 +10,13 @@
 #   env           nvidia-smi, versions (torch, vllm, verl, transformers), glibc, a C compiler (Triton builds its
 #                 launchers with one), which FlashAttention builds vLLM finds, flash_attn
 #   prep      120 the embedded model's GGUF -> safetensors conversion (cached; kept out of the jobs' times)
-#   verl_main 240 `python -m judge_rl cluster=single_gpu stages=[rl,eval_rl]`, 3 steps: verl's trainer (Ray, vLLM CUDA
+#   verl_main 500 `python -m judge_rl cluster=single_gpu stages=[rl,eval_rl]`, 3 steps: verl's trainer (Ray, vLLM CUDA
 #                 rollouts, FSDP), its checkpoint, verl's model merger, the merged judge evaluated (held-out pairs and
 #                 LLMBar-Natural); verl's per-step timing_s/* in the summary
-#   verl_resume 240  the same job with a checkpoint every step (and stages=[rl]: the resume is the point, the
+#   verl_resume 540  the same job with a checkpoint every step (and stages=[rl]: the resume is the point, the
 #                 evaluation is verl_main's), SIGTERM once global_step_2 is checkpointed, then run again:
 #                 kill_resume.py records the exit status, status.json and verl's "Resuming from ..." line
-#   policy_vllm 180  `python -m judge_rl.policy cluster=local_gpu` (the local backend on the GPU) with its judge
+#   policy_vllm 240  `python -m judge_rl.policy cluster=local_gpu` (the local backend on the GPU) with its judge
 #                 served by vLLM (judge.engine=vllm: `vllm serve` on the same GPU), 3 steps: timing_s/judge_wait
 #   bench_2x4x64 180 scripts/bench_grpo_step.py --device cuda: judge_rl's step (rollout engines hf and vllm; log-prob
 #                 passes padded and shared_prefix) beside TRL's GRPOTrainer, 2 prompts x 4 samples x 64 tokens
@@ -30,9 +30,13 @@
 # not carried); vLLM serves bf16 with FLASH_ATTN (FA3 on Hopper) and fp32 with TRITON_ATTN.
 #
 # Time: each step runs under `timeout` (steps.sh: SIGTERM, then SIGKILL 20 s later) capped by its own timeout and by a
-# deadline VERL_NUMBERS_BUDGET_S (default 480 s) after the start; a step with under 30 s left is skipped. The caps
-# add up to more than the deadline: what a first call does not reach, a second call on the still-warm machine runs
-# with VERL_NUMBERS_ONLY (the summary lists the skipped steps). Not measured on a GPU yet.
+# deadline VERL_NUMBERS_BUDGET_S (default 560 s) after the start; a step with under 30 s left is skipped. The caps
+# add up to more than the deadline: a session's 15 device minutes hold the two kits (~165 s) and one call of this
+# script, so one session measures verl_main, the next VERL_NUMBERS_ONLY=verl_resume,policy_vllm, the one after
+# VERL_NUMBERS_ONLY=bench_2x4x64,bench_8x8x128,main_dtype (the summary lists the skipped steps).
+# As run on an H200 (2026-11-26, caps then 240 s): prep 45 s; verl_main reached `vllm serve` of the rollout only at
+# 236 s (judge_rl start to Ray up 98 s, verl's task runner to its datasets 66 s, FSDP actor and reference 36 s, vLLM
+# server start 36 s): no step ran. The caps are set from that start-up, not from a finished job.
 #
 # Outputs ($OUT, the device tool's folder that comes back: at most 8 files, so the rest is in one tarball):
 #   summary.txt, summary.json     the compact summary (also printed at the end), rewritten after every step
@@ -44,7 +48,7 @@
 # Environment:
 #   VERL_NUMBERS_DEVICE    cuda (default) | cpu (cluster=cpu_verl stands in for single_gpu; every cap x8, budget 3600 s)
 #   VERL_NUMBERS_TINY      1: toy scale (short answers, a few pairs, the benches at 2 x 2 x 4-6 tokens)
-#   VERL_NUMBERS_BUDGET_S  the deadline for all steps, seconds from the start (default 480; 3600 on cpu)
+#   VERL_NUMBERS_BUDGET_S  the deadline for all steps, seconds from the start (default 560; 3600 on cpu)
 #   VERL_NUMBERS_ONLY      comma list of steps to run (e.g. bench_8x8x128,main_dtype for a rerun); env, prep always
 #   VERL_NUMBERS_PLAN      1: run nothing; print each step with the timeout it would get if the steps before it ran
 #                          to their own timeouts
@@ -66,13 +70,13 @@ KIT_ENV=${VERL_NUMBERS_ENV:-/tmp/gpu_kit_verl/env.sh}
 RESERVE=15     # seconds kept after the last step for the summary and the tarball
 MIN_STEP=30    # a step with less time than this left is skipped
 case "$DEVICE" in
-  cuda) SCALE=1 BUDGET=${VERL_NUMBERS_BUDGET_S:-480} ;;
+  cuda) SCALE=1 BUDGET=${VERL_NUMBERS_BUDGET_S:-560} ;;
   cpu) SCALE=8 BUDGET=${VERL_NUMBERS_BUDGET_S:-3600} ;;
   *) echo "VERL_NUMBERS_DEVICE=$DEVICE: cuda or cpu" >&2; exit 2 ;;
 esac
 # the steps in order, each with its cap on a GPU (seconds; x SCALE on a CPU)
 STEPS=(verl_main verl_resume policy_vllm bench_2x4x64 bench_8x8x128 main_dtype)
-declare -A CAP=([prep]=120 [verl_main]=240 [verl_resume]=240 [policy_vllm]=180 [bench_2x4x64]=180
+declare -A CAP=([prep]=120 [verl_main]=500 [verl_resume]=540 [policy_vllm]=240 [bench_2x4x64]=180
                 [bench_8x8x128]=200 [main_dtype]=330)
 for s in ${ONLY//,/ }; do
   [[ " ${STEPS[*]} " == *" $s "* ]] || { echo "VERL_NUMBERS_ONLY: no step $s (steps: ${STEPS[*]})" >&2; exit 2; }
