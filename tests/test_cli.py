@@ -153,3 +153,29 @@ def test_the_choice_check_leaves_other_config_directories_to_hydra(tmp_path, mon
     assert unknown_choice(["+experiments=mine"]) is None
     assert unknown_choice(["+experiments=reference_guided_grpo"]).startswith("experiments=reference_guided_grpo")
     assert unknown_choice(["hydra/launcher=basic", "~logger", "debug=null", "algorithm=choice(grpo,bt)"]) is None
+
+
+def test_the_installed_judge_rl_command_runs_every_app(tmp_path):
+    """`judge-rl` is the console script pyproject.toml installs (it failed with an ImportError before issue 37): the
+    main job with no app word, each other app by its first word, and a mistaken word in one line."""
+    exe = Path(sys.executable).parent / "judge-rl"
+    assert exe.is_file(), f"{exe}: not installed (pip install -e . writes it)"
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(exe), *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "HYDRA_FULL_ERROR": ""})
+
+    run_dir = tmp_path / "run"
+    done = cli(*QUICK, f"run_dir={run_dir}", f"hydra.run.dir={run_dir}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert read_status(run_dir)["status"] == "finished"
+    # each Hydra app composes its own config: a key only that app's config has
+    for app, key in (("eval", "benchmark:"), ("policy", "judge_failure:"), ("curate", "diversity:")):
+        done = cli(app, "--cfg", "job")
+        assert done.returncode == 0 and f"\n{key}" in f"\n{done.stdout}", (app, done.stderr[-1000:])
+    done = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0 and (tmp_path / "report" / "report.md").is_file(), done.stderr[-1000:]
+    done = cli("evall", "model=tiny-random")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "judge-rl: error: no app 'evall'; the first word is one of eval, policy, curate, report, or an override "
+        "(key=value) of the main job"]
