@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,11 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 # Converted models and tokenizers are cached per user; tests share that cache (conversion is ~30 s).
 os.environ.setdefault("JUDGE_RL_ROOT", str(REPO_ROOT))
 CACHE_DIR = os.environ.get("JUDGE_RL_CACHE", str(Path.home() / ".cache" / "judge_rl"))
+# an app started without hydra.run.dir writes its Hydra folder under outputs/ (multirun/ for a sweep) of its working
+# directory: never the checkout's (conf/config.yaml reads these)
+_SCRATCH = Path(tempfile.mkdtemp(prefix="judge_rl_tests_"))
+os.environ.setdefault("JUDGE_RL_OUTPUTS", str(_SCRATCH / "outputs"))
+os.environ.setdefault("JUDGE_RL_MULTIRUN", str(_SCRATCH / "multirun"))
 
 
 def online_algorithms() -> list[str]:
@@ -69,3 +75,25 @@ TINY_RUN = [
     "eval.benchmark_limit=2",
     "data.train.kwargs.n=16",
 ]
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer_dir() -> str:
+    """The embedded model's tokenizer files (from the GGUF package; no weights de-quantized), in the shared cache."""
+    from judge_rl.config import ModelConfig
+    from judge_rl.models.loading import tokenizer_dir
+
+    return str(tokenizer_dir(ModelConfig(source="tiny_random", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"), CACHE_DIR))
+
+
+def _checkout_outputs() -> set[Path]:
+    return {p for name in ("outputs", "multirun") for p in (REPO_ROOT / name).glob("*/*")}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_run_dirs_in_the_checkout():
+    """No test leaves a run directory in the checkout's outputs/ or multirun/ (a CI run once left seven there)."""
+    before = _checkout_outputs()
+    yield
+    added = sorted(_checkout_outputs() - before)
+    assert not added, f"tests wrote into the checkout: {[str(p.relative_to(REPO_ROOT)) for p in added][:5]}"

@@ -22,6 +22,8 @@ QUICK = ["model=tiny-random", "logger=none", "stages=[eval_base]", "eval.limit=2
 
 def judge_rl(*args: str, cwd: Path, env: dict | None = None, module: str = "judge_rl", **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "", **(env or {})}
+    for name in ("JUDGE_RL_OUTPUTS", "JUDGE_RL_MULTIRUN"):  # these tests read outputs/ and multirun/ under cwd
+        env.pop(name, None)
     return subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 

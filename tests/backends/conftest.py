@@ -80,10 +80,3 @@ def smollm2_tokenizer():
     from judge_rl.models.loading import load_tokenizer
 
     return load_tokenizer(ModelConfig(source="tiny_random", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"), CACHE_DIR)
-
-
-@pytest.fixture(scope="session")
-def smollm2_tokenizer_dir() -> str:
-    from judge_rl.models.loading import tokenizer_dir
-
-    return str(tokenizer_dir(ModelConfig(source="tiny_random", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"), CACHE_DIR))

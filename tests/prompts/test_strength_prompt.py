@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from judge_rl.data.pairs import JudgeItem, PreferencePair
+from judge_rl.data.pairs import JudgeItem, PreferencePair, verdict_line
 from judge_rl.prompts import PROMPTS, Judgment, get_prompt
 from judge_rl.prompts import strength as s
-from judge_rl.prompts.strength import BinaryPrompt, StrengthPrompt, verdict_line
+from judge_rl.prompts.strength import BinaryPrompt, StrengthPrompt
 
 STRENGTH = get_prompt("strength")
 BINARY = get_prompt("binary")
@@ -103,22 +103,19 @@ def test_instructions_name_their_templates() -> None:
     assert "<think>" in s.STRENGTH_INSTRUCTION and "<think>" in s.BINARY_INSTRUCTION
 
 
-SMOL = Path("/tmp/smol")
 
 
 @pytest.mark.parametrize("name", ["strength", "binary"])
-def test_prompt_is_short(name: str) -> None:
+def test_prompt_is_short(name: str, smollm2_tokenizer_dir: str) -> None:
     """Everything but the question and responses costs tokens on every sample: keep it small."""
     empty = JudgeItem(PreferencePair("p", "t", "", "", ""), "a")
     msgs = get_prompt(name).messages(empty)
     instruction_text = s.SYSTEM_PROMPT + "\n" + get_prompt(name).instruction  # type: ignore[attr-defined]
     words = sum(len(m["content"].split()) for m in msgs)
     assert words < 90
-    if not (SMOL / "tokenizer.json").exists():
-        pytest.skip("SmolLM2 tokenizer not at /tmp/smol; word count checked only")
     from tokenizers import Tokenizer  # the fast tokenizer alone: importing transformers takes seconds
 
-    tokenizer = Tokenizer.from_file(str(SMOL / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(Path(smollm2_tokenizer_dir) / "tokenizer.json"))
 
     def n_tokens(text: str) -> int:
         return len(tokenizer.encode(text, add_special_tokens=False).ids)
