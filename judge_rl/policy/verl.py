@@ -24,7 +24,10 @@ rollout, trainer, checkpoints, logger), with the policy's reward instead of the 
                          over it is a judge failure (dropped), never a zero
   judge_failure.mode     mask: a failed sample leaves the batch, its group's advantages come from the graded
                          samples (verl_reward_manager.py; trainer.use_v1=true). drop_group is refused: verl 0.9.1
-                         cannot drop a group left with fewer than min_group_size graded samples
+                         cannot drop a group left with fewer than min_group_size graded samples. A group with
+                         no graded sample is replaced by a fresh prompt, at most 4 x prompts_per_step a step, then
+                         the run stops (verl_sampler.py: trainer.v1.sampler.custom_sampler); the local backend
+                         masks such a step instead
   validation             none (trainer.val_before_train=false, test_freq=-1): the job measures the policy on
                          IFEval itself; verl still builds a loader from data.val_files, a small held-out split
 
@@ -194,6 +197,7 @@ def policy_reward_keys(job: PolicyJobConfig, judge_base_url: str | None, judge_m
     """The verl keys the policy's reward sets besides reward_kwargs (module docstring)."""
     if not needs_judge(job):
         return {"reward.custom_reward_function.name": RULE_FUNCTION}
+    from judge_rl.policy import verl_sampler
     from judge_rl.policy.verl_reward_manager import MANAGER_NAME, MODULE_PATH
 
     workers, per_worker = reward_workers(job.judge)
@@ -206,6 +210,12 @@ def policy_reward_keys(job: PolicyJobConfig, judge_base_url: str | None, judge_m
         "reward.timeout": reward_timeout(job.judge),
         # the v1 trainer drops a sample whose reward raised (verl_reward_manager.py); the v0 one would crash
         "trainer.use_v1": True,
+        # a group with no graded sample is replaced by a fresh prompt, at most 4 x a step's prompts (verl_sampler.py);
+        # verl's own switch also makes its dataloader fetch one prompt at a time (data.gen_batch_size=1), as refills need
+        "trainer.v1.sampler.sync_refill_failed_groups": True,
+        "trainer.v1.sampler.custom_sampler.path": verl_sampler.MODULE_PATH,
+        "trainer.v1.sampler.custom_sampler.name": verl_sampler.CLASS_NAME,
+        f"trainer.v1.sampler.sampler_kwargs.{verl_sampler.REFILLS_KEY}": 4 * job.trainer.prompts_per_step,
     }
 
 

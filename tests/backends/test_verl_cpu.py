@@ -105,6 +105,14 @@ def _metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+def _rollout_errors(log: str, lines_after: int = 25) -> str:
+    """The agent loop's own error reports (verl logs each failed rollout group in its Ray worker, far above the
+    console's last lines): what a failed step's `no materializable trajectories` came from."""
+    lines = log.splitlines()
+    hits = [i for i, line in enumerate(lines) if "Error in _run_prompt" in line]
+    return "\n".join("\n".join(lines[i:i + lines_after]) for i in hits[:3]) + ("\n...\n" if hits else "")
+
+
 # secret values in the job's environment: none may reach a file the job, verl, Ray or W&B writes, nor the console
 SECRETS = {"WANDB_API_KEY": "sk-test-SECRET123-wandb", "OPENAI_API_KEY": "sk-test-SECRET456-openai"}
 
@@ -202,12 +210,12 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
 
         second = subprocess.run(command, cwd=launch_dir, env=env, capture_output=True, text=True, timeout=1200)
         console_out = second.stdout + second.stderr
-        assert second.returncode == 0, console_out[-4000:]
+        (tmp_path / "launch2.log").write_text(console_out)
+        assert second.returncode == 0, _rollout_errors(console_out) + console_out[-4000:]
         assert not _job_processes(tag)
 
         # no secret value anywhere: the run dir (verl's W&B run and the job's own), Ray's session logs (where verl
         # prints its config), the temp files, W&B's config and cache, the launch directory, the console
-        (tmp_path / "launch2.log").write_text(console_out)
         roots = [run_dir, scratch, launch_dir, tmp_path / "launch1.log", tmp_path / "launch2.log"]
         assert not _files_holding(roots, list(SECRETS.values()))
         assert not list(launch_dir.rglob("wandb")), list(launch_dir.rglob("*"))  # Hydra's outputs/ only
@@ -255,7 +263,7 @@ def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
         cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"}, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     log = out.stdout + out.stderr
-    assert out.returncode == 0, log[-4000:]
+    assert out.returncode == 0, _rollout_errors(log) + log[-4000:]
     assert [m["step"] for m in _metrics(run_dir)] == [1, 2]
     assert "the sample leaves the batch" in log and "Failed to deserialize exception" not in log
     results = json.loads((run_dir / "results.json").read_text())
