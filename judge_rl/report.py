@@ -126,12 +126,12 @@ def build_table(paths: Sequence[Path], columns: Sequence[str] | None = None, pap
                 versus: str | None = None) -> ReportTable:
     """The report of the run directories under `paths` (see the module docstring); with `versus` (a swept value
     naming one point, e.g. `oracle`), each finished policy point gains `versus/<suite>/<metric>` cells: its after
-    scores minus that point's, paired by prompt (judge_rl/policy/ifeval_run.py `after_versus`)."""
+    scores minus that point's, paired by prompt (judge_rl/reports/ifeval_stats.py `after_versus`)."""
     records = [read_run_or_unreadable(p) for p in point_dirs(paths)]
     labels = swept_labels(records)
     rows = [Row(label, r.run_dir, r.status, r.error, r.cells, choices) for (label, choices), r in zip(labels, records)]
     if versus:
-        from judge_rl.policy.ifeval_run import after_versus
+        from judge_rl.reports.ifeval_stats import after_versus
 
         named = [row for row in rows if versus in (row.label, *row.choices.values())]
         if len(named) != 1:

@@ -77,7 +77,7 @@ from judge_rl.models.loading import converted_gguf_dir, load_model, load_tokeniz
 from judge_rl.prompts import get_prompt  # noqa: E402
 from judge_rl.rewards import build_reward, compute_score  # noqa: E402
 from judge_rl.rollouts import build_sampler, encode_chat  # noqa: E402
-from judge_rl.servers.vllm import vllm_installed  # noqa: E402
+from judge_rl.rollouts.vllm_engine import vllm_installed  # noqa: E402
 from judge_rl.backends.local.backend import LocalBackend  # noqa: E402
 from judge_rl.backends.local.loop import step_items  # noqa: E402
 from judge_rl.updates.batch import resolve_logprob_pass  # noqa: E402

@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from judge_rl.config.model_dirs import looks_local, require_model_dir
 from judge_rl.config.schema import ModelConfig
-from judge_rl.models.dirs import looks_local, require_model_dir
 
 
 def typed_config(cfg: DictConfig, schema: type):

@@ -76,7 +76,7 @@ class DataConfig:
     train: DatasetSpec = field(default_factory=DatasetSpec)
     eval: DatasetSpec = field(default_factory=DatasetSpec)
     # a Bradley-Terry reward model directory (`<bt run_dir>/bt_model`): pairs without a strength get one from its
-    # margin, binned 1..3 by terciles fitted on the training split (Think-J 3.2.2; judge_rl/data/strength_from.py)
+    # margin, binned 1..3 by terciles fitted on the training split (Think-J 3.2.2; judge_rl/recipes/strength_from.py)
     strength_from: Optional[str] = None
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 from omegaconf import DictConfig
 
 from judge_rl.config import DatasetSpec, ModelConfig, RunBase, ServerConfig, check_ranges, typed_config, validate_model
-from judge_rl.models.dirs import looks_local, require_model_dir
+from judge_rl.config.model_dirs import looks_local, require_model_dir
 
 TEACHERS = ("gold", "server", "checkpoint")
 DEVICES = ("auto", "cpu", "cuda")

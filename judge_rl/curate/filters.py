@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from judge_rl.config.model_dirs import looks_local
 from judge_rl.curate.config import AccuracyConfig, DifficultyConfig, DiversityConfig
 from judge_rl.curate.records import append_records, read_records
 from judge_rl.curate.teacher import Judge, Teacher
 from judge_rl.curate.traces import ClippedTrace, judge_output
 from judge_rl.data.pairs import JudgeItem, PreferencePair, balanced_positions
-from judge_rl.models.dirs import looks_local
 
 # --------------------------------------------------------------------------- results
 

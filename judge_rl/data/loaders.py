@@ -73,7 +73,9 @@ class LoadedPairs(Sequence[PreferencePair]):
 
 
 Loader = Callable[..., LoadedPairs]
-DATASETS: Registry[Loader] = Registry("dataset")
+# Loaders are registered by decorator, here and in the modules listed, imported on the first lookup: `policy_task`
+# (judge_rl/policy/task_pairs.py) builds its pairs from the policy job's task, which sits above the data.
+DATASETS: Registry[Loader] = Registry("dataset", modules=("judge_rl.policy.task_pairs",))
 
 
 def load_dataset_pairs(name: str, **kwargs: Any) -> LoadedPairs:
@@ -579,28 +581,6 @@ def load_synthetic(
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     count = n if limit is None else min(n, limit)
     return LoadedPairs(generate_pairs(count, seed, split, families, reference=reference))
-
-
-@DATASETS.register("policy_task")
-def load_policy_task(
-    *,
-    n: int,
-    seed: int = 0,
-    split: str = "train",
-    instruction_ids: Sequence[str] | None = None,
-    min_constraints: int = 1,
-    max_constraints: int = 1,
-    bias: str | None = None,
-    limit: int | None = None,
-) -> LoadedPairs:
-    """Pairs on the policy job's task (judge_rl.policy.task_pairs.generate_task_pairs): a generated instruction
-    prompt, a response meeting its true score and one missing it; the data of a judge the policy job uses.
-    `bias="longer"`: the longer response always wins (the study's deliberately biased judge)."""
-    from judge_rl.policy.task_pairs import generate_task_pairs
-
-    count = n if limit is None else min(n, limit)
-    return LoadedPairs(generate_task_pairs(count, seed, split, instruction_ids=instruction_ids, bias=bias,
-                                           min_constraints=min_constraints, max_constraints=max_constraints))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- judge_rl's own format

@@ -21,8 +21,8 @@ class PreferencePair:
 
     strength: how much better chosen is, 1 (slightly) .. 3 (much), or None when the source has no label.
     traces: gold judgment traces keyed by the position of `chosen` ("a" or "b"): the full assistant
-        turn a judge should write for that order (`<think>...</think>` then the verdict line). Used by
-        the SFT thinking initialization; None when the source has none.
+        turn a judge should write for that order (`<think>...</think>` then the strength judge's verdict line,
+        `verdict_line`). Used by the SFT thinking initialization; None when the source has none.
     """
 
     pair_id: str
@@ -33,6 +33,20 @@ class PreferencePair:
     strength: int | None = None
     traces: dict[str, str] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+# The final line of a gold trace: the strength judge's verdict (judge_rl/prompts/strength.py parses it). Defined with
+# the pairs, whose generators (judge_rl/data/synthetic.py, judge_rl/policy/task_pairs.py) end every trace with it.
+VERDICT_TEMPLATE = "Therefore, Response ({winner}) is better, and the strength is [[{strength}]]."
+
+
+def verdict_line(winner: str, strength: int) -> str:
+    """The exact final line a strength judge must write (gold traces end with it)."""
+    if winner not in ("a", "b"):
+        raise ValueError(f"winner must be 'a' or 'b', got {winner!r}")
+    if strength not in (1, 2, 3):
+        raise ValueError(f"strength must be 1, 2 or 3, got {strength!r}")
+    return VERDICT_TEMPLATE.format(winner=winner, strength=strength)
 
 
 @dataclass(frozen=True)

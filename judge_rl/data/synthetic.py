@@ -24,8 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from judge_rl.data.pairs import PreferencePair
-from judge_rl.prompts.strength import verdict_line
+from judge_rl.data.pairs import PreferencePair, verdict_line
 
 SPLITS = ("train", "test")
 TEST_PERCENT = 20  # share of the problem space held out for the "test" split

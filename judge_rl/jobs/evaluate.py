@@ -28,7 +28,7 @@ from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.schema import entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.rundir import claim_run_dir
 from judge_rl.rewards import build_reward
-from judge_rl.servers.vllm import auto_server
+from judge_rl.rollouts.vllm_engine import auto_server
 
 def to_eval_config(cfg: DictConfig) -> EvalJobConfig:
     """Resolve and type-check the eval app's config; refuse what cannot work before a model loads."""

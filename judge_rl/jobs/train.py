@@ -34,9 +34,9 @@ from judge_rl.config import (
     typed_config,
     validate_model,
 )
+from judge_rl.config.model_dirs import require_model_dir
 from judge_rl.config.paths import CONF_DIR, load_group_file
 from judge_rl.data.loaders import check_loader_kwargs
-from judge_rl.models.dirs import require_model_dir
 from judge_rl.recipes import RECIPES
 from judge_rl.reports.console import console
 from judge_rl.rewards import build_reward

@@ -11,7 +11,8 @@
   concurrent).
 - `backend`: `PolicyBackend`, the local backend's step with judge failures masked (or their groups dropped)
   and the failure-rate stop; `bias`: the judge's bias against the rule checkers, per step.
-- `ifeval_run`: IFEval of a policy (answers saved and reused; intervals resampling prompts).
+- `ifeval_run`: IFEval of a policy (answers saved and reused; the intervals, resampling prompts, are
+  judge_rl/reports/ifeval_stats.py).
 - `job`: the job itself; `verl`, `verl_reward`, `verl_reward_manager`: its translation to verl 0.9.
 
 Submodules are imported explicitly (nothing is imported here), so importing one stays cheap.

@@ -340,7 +340,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     if j.engine in ("local", "vllm") and not j.base_url and j.model is None and j.checkpoint is None:
         raise ValueError(f"judge.engine={j.engine} serves a model: set judge.model (a conf/model name) or judge.checkpoint")
     if j.engine in ("local", "vllm") and j.checkpoint is not None:
-        from judge_rl.models.dirs import require_model_dir
+        from judge_rl.config.model_dirs import require_model_dir
 
         require_model_dir(j.checkpoint, "judge.checkpoint")
     if j.device not in ("auto", "cpu", "cuda"):

@@ -3,7 +3,7 @@
 Under the rule reward alone a 135M policy learns to pass the checkers with text that answers nothing: sixty
 GRPO steps on postscript / title / placeholder / section constraints moved the held-out checker score from 0.35 to
 1.00 with answers such as "P.P.S.P.S.P.S...", "[date] [time] [location]..." and "Step 1: Step 2: Step 3: ..."
-(README, policy section). The guard turns such answers away, so a score that needs the guard (the task's true
+(docs/results.md, "The oracle on the task held out"). The guard turns such answers away, so a score that needs the guard (the task's true
 score, `task_eval`; the oracle reward, `policy_reward=rule` with `guard: true`) cannot be reached by degenerate text:
 
 - **too short**: fewer than `MIN_WORDS` words (no instruction the generator writes asks for fewer);

@@ -46,10 +46,10 @@ from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_poli
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.policy.sources import load_policy_prompts
 from judge_rl.servers.client import JudgeFailureRateExceeded
-from judge_rl.policy.ifeval_run import (OFFICIAL, SUITE_DIRS, evaluate_policy, heldout_task_prompts, ifeval_entry,
-                                        ifeval_gain, ifeval_metrics, ifeval_prompts)
+from judge_rl.policy.ifeval_run import evaluate_policy, heldout_task_prompts, ifeval_entry, ifeval_metrics, ifeval_prompts
 from judge_rl.policy.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
+from judge_rl.reports.ifeval_stats import OFFICIAL, SUITE_DIRS, ifeval_gain
 from judge_rl.reports.schema import new_results, write_results
 from judge_rl.rundir import claim_run_dir, run_wall_s
 

@@ -34,11 +34,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from judge_rl.data.pairs import PreferencePair
+from judge_rl.data.loaders import DATASETS, LoadedPairs
+from judge_rl.data.pairs import PreferencePair, verdict_line
 from judge_rl.policy.data import BASE_TASKS, END_PHRASES, PolicyPrompt, criterion_text, generate_policy_prompts, tasks_for
 from judge_rl.policy.guard import guard_failure, task_keywords
 from judge_rl.policy.rewards.rule import rule_checks
-from judge_rl.prompts.strength import verdict_line
 
 BODIES_PATH = Path(__file__).with_name("task_bodies.jsonl")
 # the constraint types whose met / missed edits this module knows (the policy task of the study draws from them)
@@ -254,3 +254,24 @@ def generate_task_pairs(n: int, seed: int = 0, split: str = "train", *, instruct
                       "instruction_id_list": list(prompt.instruction_id_list), "kwargs": [dict(k) for k in prompt.kwargs],
                       "split": split, "seed": seed, "bias": bias, **extra}))  # fmt: skip
     return pairs
+
+
+@DATASETS.register("policy_task")
+def load_policy_task(
+    *,
+    n: int,
+    seed: int = 0,
+    split: str = "train",
+    instruction_ids: Sequence[str] | None = None,
+    min_constraints: int = 1,
+    max_constraints: int = 1,
+    bias: str | None = None,
+    limit: int | None = None,
+) -> LoadedPairs:
+    """The dataset loader `policy_task` (judge_rl/data/loaders.py `DATASETS` imports this module on its first lookup):
+    pairs on the policy job's task (`generate_task_pairs`), a generated instruction prompt, a response meeting its true
+    score and one missing it; the data of a judge the policy job uses. `bias="longer"`: the longer response always wins
+    (the study's deliberately biased judge)."""
+    count = n if limit is None else min(n, limit)
+    return LoadedPairs(generate_task_pairs(count, seed, split, instruction_ids=instruction_ids, bias=bias,
+                                           min_constraints=min_constraints, max_constraints=max_constraints))  # fmt: skip

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar
 
 from judge_rl.registry import Registry
 
-# Annotations only: judge_rl.data imports the prompts (synthetic traces), so a runtime import would cycle.
+# Annotations only: a prompt reads an item's fields (judge_rl.data sits below the prompts and imports none of them).
 if TYPE_CHECKING:
     from judge_rl.data.pairs import JudgeItem, PointwiseItem
 

@@ -39,8 +39,9 @@ a decoder leaves behind (e.g. `<|im_end|>`) are not stripped: decode with skip_s
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from judge_rl.data.pairs import JudgeItem, verdict_line
 from judge_rl.prompts.base import JudgePrompt, Judgment, Message, register_prompt
 from judge_rl.prompts.think import (  # noqa: F401  (the think-block reasons are part of this module's list)
     EMPTY_OUTPUT,
@@ -56,10 +57,7 @@ from judge_rl.prompts.think import (  # noqa: F401  (the think-block reasons are
     think_block,
 )
 
-if TYPE_CHECKING:
-    from judge_rl.data.pairs import JudgeItem
-
-VERDICT_TEMPLATE = "Therefore, Response ({winner}) is better, and the strength is [[{strength}]]."
+# the strength verdict line (VERDICT_TEMPLATE, `verdict_line`) is defined with the pairs, whose gold traces end with it
 BINARY_VERDICT_TEMPLATE = "Therefore, Response ({winner}) is better."
 
 STRENGTHS = (1, 2, 3)
@@ -116,15 +114,6 @@ _STRENGTH_VERDICT = re.compile(
     r"Therefore, Response \((a|b)\) is better, and the strength is \[\[(-?(?:0|[1-9][0-9]*))\]\]\."
 )
 _BINARY_VERDICT = re.compile(r"Therefore, Response \((a|b)\) is better\.")
-
-
-def verdict_line(winner: str, strength: int) -> str:
-    """The exact final line a strength judge must write (gold traces end with it)."""
-    if winner not in ("a", "b"):
-        raise ValueError(f"winner must be 'a' or 'b', got {winner!r}")
-    if strength not in (1, 2, 3):
-        raise ValueError(f"strength must be 1, 2 or 3, got {strength!r}")
-    return VERDICT_TEMPLATE.format(winner=winner, strength=strength)
 
 
 def binary_verdict_line(winner: str) -> str:

@@ -14,7 +14,7 @@ per item (`eval/bt/judgments.jsonl`); a pair is right when its chosen response s
 RewardBench scores classifiers (`pairwise_accuracy`; the order of a pair cannot matter to a scalar judge).
 The trained model is `bt_model/` in the run directory (TRL checkpoints under `bt_work/` resume a crash);
 `python -m judge_rl.eval server=scalar judge.prompt=scalar judge.checkpoint=<run_dir>/bt_model` scores it
-on any benchmark, and `data.strength_from=<run_dir>/bt_model` labels strengths with it (judge_rl/data/strength_from.py).
+on any benchmark, and `data.strength_from=<run_dir>/bt_model` labels strengths with it (judge_rl/recipes/strength_from.py).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from judge_rl.rollouts.generation import generate
 from judge_rl.rundir import run_wall_s
 from judge_rl.config.schema import ServerConfig
 from judge_rl.servers import HFServer, VLLMServer
-from judge_rl.servers.vllm import auto_server
+from judge_rl.rollouts.vllm_engine import auto_server
 from judge_rl.updates.sft import run_sft, sft_examples
 
 # ------------------------------------------------------------------ data
@@ -206,7 +206,7 @@ def setup(job: JobConfig, run_dir: Path) -> Run:
     results = new_results("main", run_dir)  # saved after each stage
     results["data"] = {"splits": counts}
     if job.data.strength_from:  # Think-J 3.2.2: strengths from a BT model's margin, terciles of the training split
-        from judge_rl.data.strength_from import label_strengths
+        from judge_rl.recipes.strength_from import label_strengths
 
         train_pairs, eval_pairs, info = label_strengths(train_pairs, eval_pairs, job.data.strength_from, job, tokenizer,
                                                         resolve_device(job.cluster.device))
@@ -275,7 +275,7 @@ def evaluate(run: Run, stage: str, label: str, checkpoint: Path | None, server=N
 
 def eval_engine(choice: str, model_source: str, device_type: str) -> str:
     """What `eval.server=choice` runs the eval stages with: hf or vllm (auto: vllm on a CPU where it can serve the
-    model, `servers.vllm.auto_server`; hf on a GPU, where the trainer's memory is not measured beside it yet)."""
+    model, `rollouts.vllm_engine.auto_server`; hf on a GPU, where the trainer's memory is not measured beside it yet)."""
     if choice not in ("auto", "hf", "vllm"):
         raise ValueError(f"eval.server={choice!r}: expected auto, hf or vllm")
     if choice == "auto":

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Protocol, Sequence
 
 from judge_rl.rollouts.generation import Generation, OnGroup, sample_generate
-from judge_rl.servers import vllm as vllm_server
+from judge_rl.rollouts import vllm_engine
 
 ROLLOUT_ENGINES = ("auto", "hf", "vllm")
 
@@ -69,11 +69,11 @@ def resolve_rollout_engine(choice: str, device_type: str, model_source: str) -> 
     A one-line ValueError for an unknown choice, or vllm asked for where it is not installed."""
     if choice not in ROLLOUT_ENGINES:
         raise ValueError(f"trainer.rollout_engine={choice!r}: expected one of {', '.join(ROLLOUT_ENGINES)}")
-    if choice == "vllm" and not vllm_server.vllm_installed():
+    if choice == "vllm" and not vllm_engine.vllm_installed():
         raise ValueError("trainer.rollout_engine=vllm: vllm is not installed in this Python (CPU: make install; GPU: "
                          "pip install 'judge_rl[gpu]'), or use trainer.rollout_engine=hf")
     if choice == "auto":
-        return vllm_server.auto_server(model_source, "cpu") if device_type == "cpu" else "hf"
+        return vllm_engine.auto_server(model_source, "cpu") if device_type == "cpu" else "hf"
     return choice
 
 

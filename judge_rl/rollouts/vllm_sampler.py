@@ -87,7 +87,7 @@ class VLLMSampler:
     @classmethod
     def from_policy(cls, policy, tokenizer, *, max_model_len: int | None = None) -> "VLLMSampler":
         from judge_rl.models.loading import save_model
-        from judge_rl.servers.vllm import CPU_MAX_MODEL_LEN, CPU_MEMORY_UTILIZATION, cpu_environment, in_process_llm
+        from judge_rl.rollouts.vllm_engine import CPU_MAX_MODEL_LEN, CPU_MEMORY_UTILIZATION, cpu_environment, in_process_llm
 
         device = next(policy.parameters()).device
         cpu = device.type == "cpu"
@@ -166,7 +166,7 @@ class VLLMSampler:
 
     def close(self) -> None:
         """Stop the engine and free its KV cache now. Idempotent."""
-        from judge_rl.servers.vllm import shutdown_llm
+        from judge_rl.rollouts.vllm_engine import shutdown_llm
 
         shutdown_llm(self.llm)
         self.llm = None

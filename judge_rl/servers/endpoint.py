@@ -169,7 +169,7 @@ def vllm_serve_command(judge_cfg, model_path: str, served_name: str, *, cpu: boo
     `cpu`: vLLM's CPU build, where no CUDA device is visible: `--dtype float32 --enforce-eager` and
     `--max-model-len 2048` (CPU_MAX_MODEL_LEN), each unless `judge.vllm_args` (or `judge.max_model_len`)
     sets it."""
-    from judge_rl.servers.vllm import CPU_MAX_MODEL_LEN
+    from judge_rl.rollouts.vllm_engine import CPU_MAX_MODEL_LEN
 
     extra = [str(a) for a in judge_cfg.vllm_args]
     cmd = [
@@ -227,7 +227,7 @@ def _local_server(judge_cfg, cache_dir: str, seed: int) -> Iterator[ChatCompleti
 
 
 def _vllm_installed() -> bool:
-    from judge_rl.servers.vllm import vllm_installed
+    from judge_rl.rollouts.vllm_engine import vllm_installed
 
     return vllm_installed()
 
@@ -353,7 +353,8 @@ def job_model_id(name: str) -> str:
 
 @contextlib.contextmanager
 def _vllm_process(judge_cfg, cache_dir: str, log_dir, command) -> Iterator[Endpoint]:
-    from judge_rl.servers.vllm import cpu_environment, cuda_available, model_dir
+    from judge_rl.rollouts.vllm_engine import cpu_environment, cuda_available
+    from judge_rl.servers.vllm import model_dir
 
     model_cfg = judge_model_config(judge_cfg)
     model_id = job_model_id(served_name(judge_cfg, model_cfg))

@@ -7,7 +7,7 @@
 `<stage>.jsonl` (eval/<stage>/judgments.jsonl of the main job; `eval.jsonl` for `python -m judge_rl.eval`, whose
 judgments are at the top), `<stage>.<benchmark>.jsonl` (eval/<stage>/benchmarks/<benchmark>/judgments.jsonl), the
 matching `*.summary.json`, and results.json, status.json, metrics.jsonl. The CPU reference run is collected the
-same way (README "First numbers on the GPU"), so the two folders compare file by file.
+same way (docs/performance.md "On one NVIDIA H200"), so the two folders compare file by file.
 
 `report` reads WORK (first_numbers.sh's folder: keep/steps.tsv, keep/runs/<step>/, keep/logs/, keep/peak/,
 keep/nvsmi/) and writes keep/summary.txt and keep/summary.json: per step its exit status, wall and timeout, the

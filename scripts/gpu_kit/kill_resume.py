@@ -6,7 +6,7 @@
 1. Starts the command in its own process group, its output passed through.
 2. Polls `<checkpoints>/latest_checkpointed_iteration.txt` (verl writes it after a checkpoint is complete) until it
    names `--after-step` or later, then sends the signal: TERM to the job's own process (judge_rl passes it on to
-   verl's process and stops as "interrupted" with exit 143: README, "SIGTERM stops cleanly"), or KILL to the whole
+   verl's process and stops as "interrupted" with exit 143: docs/guarantees.md, "SIGTERM stops cleanly"), or KILL to the whole
    group (a crash: nothing gets to clean up). A job that ends before that is a failure (exit 3).
 3. Waits `--grace` seconds for the job to exit, then kills what is left of its group (Ray's and vLLM's processes,
    which would otherwise keep the GPU's memory) and gives them a moment to go.

@@ -8,9 +8,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from judge_rl.data.pairs import PreferencePair, balanced_positions
+from judge_rl.data.pairs import PreferencePair, balanced_positions, verdict_line
 from judge_rl.data.synthetic import FAMILIES, generate_pairs, split_of
-from judge_rl.prompts.strength import verdict_line
 
 NUMERIC = {"arithmetic", "counting", "unit_conversion"}
 # (asked unit, given unit) -> answer per given unit

@@ -1,39 +1,18 @@
-"""IFEval on a policy (judge_rl.policy.ifeval_run): answers saved as they come and reused, the published
-accuracies, and intervals that resample prompts around the pooled statistic."""
+"""IFEval on a policy (judge_rl.policy.ifeval_run): answers saved as they come and reused, and the published
+accuracies (their intervals: tests/reports/test_ifeval_stats.py)."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
 import torch
 
 from conftest import CACHE_DIR
 from judge_rl.evaluation.ifeval import make_prompt
 from judge_rl.models.loading import load_model, load_tokenizer
-from judge_rl.policy.ifeval_run import OFFICIAL, evaluate_policy, ifeval_ci, ifeval_entry, ifeval_gain, per_prompt
+from judge_rl.policy.ifeval_run import evaluate_policy, ifeval_entry
+from judge_rl.reports.ifeval_stats import OFFICIAL
 from judge_rl.servers.http import load_model_config
-
-
-def record(key, strict: list[bool], loose: list[bool] | None = None) -> dict:
-    loose = strict if loose is None else loose
-    return {"key": key, "follow_instruction_list_strict": strict, "follow_instruction_list_loose": loose,
-            "follow_all_instructions_strict": all(strict), "follow_all_instructions_loose": all(loose)}  # fmt: skip
-
-
-def test_gain_is_the_pooled_statistic_with_a_paired_interval():
-    before = [record(1, [True, False, False]), record(2, [False]), record(3, [True, True])]
-    after = [record(1, [True, True, False]), record(2, [True]), record(3, [True, True])]
-    # instruction level pools instructions: 3/6 -> 5/6; prompt level: 1/3 -> 2/3
-    g = ifeval_gain(before, after, "instruction_level_strict_accuracy")
-    assert g["diff"] == pytest.approx(5 / 6 - 3 / 6) and g["n"] == 3 and g["low"] <= g["diff"] <= g["high"]
-    assert ifeval_gain(before, after, "prompt_level_strict_accuracy")["diff"] == pytest.approx(1 / 3)
-    assert per_prompt(before, "instruction_level_loose_accuracy") == {"1": (1, 3), "2": (0, 1), "3": (2, 2)}
-    # nothing changed: a zero-width interval at zero
-    same = ifeval_gain(before, before, "instruction_level_strict_accuracy")
-    assert same["diff"] == same["low"] == same["high"] == 0.0
-    ci = ifeval_ci(before, "instruction_level_strict_accuracy")
-    assert ci["mean"] == pytest.approx(0.5) and 0.0 <= ci["low"] <= 0.5 <= ci["high"] <= 1.0
 
 
 def test_answers_are_saved_and_reused(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from judge_rl.data.pairs import verdict_line
 from judge_rl.prompts import Judgment, get_prompt
 from judge_rl.prompts import margin as mg
 from judge_rl.prompts import strength as s
@@ -71,7 +72,7 @@ MALFORMED: list[tuple[str, str, str]] = [
      THINK + "Therefore, the score of Response (b) is [[80]] and the score of Response (a) is [[30]].", s.BAD_TEMPLATE),
     ("released Think-J tags", THINK + "Therefore, the scores are <Score 1>30</Score 1> and <Score 2>80</Score 2>.",
      s.BAD_TEMPLATE),
-    ("strength line", THINK + s.verdict_line("a", 2), s.BAD_TEMPLATE),
+    ("strength line", THINK + verdict_line("a", 2), s.BAD_TEMPLATE),
     ("bold", THINK + "**" + line(80, 30) + "**", s.BAD_TEMPLATE),
     ("two lines", THINK + line(80, 30) + "\n" + line(30, 80), s.SEVERAL_VERDICTS),
     ("text after", THINK + line(80, 30) + "\nDone.", s.TEXT_AFTER_VERDICT),

@@ -19,7 +19,7 @@ from judge_rl.prompts import get_prompt
 from judge_rl.recipes.stages import training_items
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import build_sampler, encode_chat, resolve_rollout_engine, sample_generate
-from judge_rl.servers import vllm as vllm_server
+from judge_rl.rollouts import vllm_engine
 from judge_rl.servers.http import load_model_config
 from judge_rl.updates.batch import build_batch, shared_prefix_log_probs
 from conftest import CACHE_DIR
@@ -35,9 +35,9 @@ def test_the_rollout_engine_choice(monkeypatch):
     # auto: hf for the tiny random test model and on a GPU (not measured there), whatever is installed
     assert resolve_rollout_engine("auto", "cpu", "tiny_random") == "hf"
     assert resolve_rollout_engine("auto", "cuda", "gguf_package") == "hf"
-    monkeypatch.setattr(vllm_server, "vllm_installed", lambda: True)
+    monkeypatch.setattr(vllm_engine, "vllm_installed", lambda: True)
     assert resolve_rollout_engine("auto", "cpu", "gguf_package") == "vllm"
-    monkeypatch.setattr(vllm_server, "vllm_installed", lambda: False)
+    monkeypatch.setattr(vllm_engine, "vllm_installed", lambda: False)
     assert resolve_rollout_engine("auto", "cpu", "gguf_package") == "hf"
     with pytest.raises(ValueError, match=r"trainer.rollout_engine=vllm: vllm is not installed"):
         resolve_rollout_engine("vllm", "cpu", "gguf_package")

@@ -56,7 +56,7 @@ def group_alive(pgid: int) -> bool:
 
 
 def on_cpu() -> bool:
-    from judge_rl.servers.vllm import cuda_available
+    from judge_rl.rollouts.vllm_engine import cuda_available
 
     return not cuda_available()
 

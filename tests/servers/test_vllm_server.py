@@ -16,7 +16,7 @@ from judge_rl.jobs.evaluate import to_eval_config
 from judge_rl.jobs.evaluate import run_eval
 from judge_rl.evaluation.harness import read_records
 from judge_rl.servers import SERVERS, VLLMServer, build_server
-from judge_rl.servers.vllm import cpu_environment, model_dir, vllm_settings
+from judge_rl.servers.vllm import model_dir, vllm_settings
 
 
 def test_model_dir_resolution(tmp_path):
@@ -42,12 +42,6 @@ def test_vllm_settings_on_a_cpu_and_on_a_gpu():
     assert vllm_settings("bfloat16", 1024, False, cpu=True) == {"dtype": "float32", "enforce_eager": False, "max_model_len": 1024}
     assert vllm_settings("float32", None, None, cpu=False) == {"dtype": "auto", "enforce_eager": False, "max_model_len": -1}
     assert vllm_settings("bfloat16", 4096, True, cpu=False) == {"dtype": "bfloat16", "enforce_eager": True, "max_model_len": 4096}
-    env = {}
-    cpu_environment(env)
-    assert env == {"VLLM_CPU_KVCACHE_SPACE": "2"}
-    env = {"VLLM_CPU_KVCACHE_SPACE": "6"}
-    cpu_environment(env)
-    assert env == {"VLLM_CPU_KVCACHE_SPACE": "6"}  # the environment's own setting is kept
 
 
 def test_server_vllm_yaml_has_enforce_eager_typed_and_result_neutral():
@@ -81,7 +75,7 @@ PAIRS = ["model=smollm2-135m", "benchmark=llmbar_natural", "benchmark.limit=8", 
 @pytest.mark.slow
 def test_server_vllm_on_the_cpu_judges_as_server_hf_does(tmp_path, shared_data):
     require_vllm()
-    from judge_rl.servers.vllm import cuda_available
+    from judge_rl.rollouts.vllm_engine import cuda_available
 
     runs, seconds = {}, {}
     threads = torch.get_num_threads()
@@ -153,19 +147,6 @@ def test_server_vllm_serves_the_models_context_and_leaves_out_what_cannot_fit(tm
         assert list(refused_as_too_long([record])) == [long_task.item.pair.pair_id]
     finally:
         server.close()
-
-
-def test_server_auto_picks_vllm_where_it_can_run_and_hf_elsewhere(monkeypatch):
-    from judge_rl.servers import vllm as vllm_module
-
-    monkeypatch.setattr(vllm_module, "vllm_installed", lambda: True)
-    monkeypatch.setattr(vllm_module, "cuda_available", lambda: False)
-    assert vllm_module.auto_server("gguf_package", "auto") == "vllm"
-    assert vllm_module.auto_server("gguf_package", "cpu") == "vllm"
-    assert vllm_module.auto_server("gguf_package", "cuda") == "hf"  # asked for a GPU vLLM would not use
-    assert vllm_module.auto_server("tiny_random", "auto") == "hf"  # no weights on disk to serve
-    monkeypatch.setattr(vllm_module, "vllm_installed", lambda: False)
-    assert vllm_module.auto_server("gguf_package", "auto") == "hf"
 
 
 def test_the_eval_apps_default_server_is_resolved_once_and_named_in_the_config(tmp_path):

@@ -6,6 +6,9 @@ trained by `algorithm=bt`, its `bt_model/`) scores both responses of every pair;
 r(chosen) - r(rejected) is binned into 1..3 by its terciles *on the training split* (the same edges label the
 held-out pairs: nothing is fitted on evaluation data). Pairs that already carry a strength keep it.
 Scores are cached per (model content, pair texts) under `cache_dir/strength_from/`, so a sweep labels once.
+
+A step of the shared setup (judge_rl/recipes/stages.py `setup`), not a data loader: it loads the BT model and scores
+with it (judge_rl/servers/scalar.py, the `scalar` prompt), which judge_rl/data/ sits below.
 """
 
 from __future__ import annotations

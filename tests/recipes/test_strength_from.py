@@ -12,8 +12,8 @@ from conftest import compose_config
 
 from judge_rl.jobs.train import run
 from judge_rl.jobs.train import to_job_config
-from judge_rl.data.strength_from import bin_strength, tercile_edges
 from judge_rl.recipes.stages import setup
+from judge_rl.recipes.strength_from import bin_strength, tercile_edges
 
 
 def test_terciles_bin_margins_into_three_strengths():
