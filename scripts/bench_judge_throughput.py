@@ -37,7 +37,7 @@ from judge_rl.data.pairs import both_orders  # noqa: E402
 from judge_rl.config.paths import load_benchmark_config  # noqa: E402
 from judge_rl.evaluation.benchmarks import get_benchmark  # noqa: E402
 from judge_rl.servers import HFServer  # noqa: E402
-from judge_rl.servers.http import load_model_config  # noqa: E402
+from judge_rl.config.paths import load_model_config  # noqa: E402
 from judge_rl.models.attention import restore_sdpa, use_gqa_sdpa  # noqa: E402
 from judge_rl.models.loading import load_model, load_tokenizer  # noqa: E402
 from judge_rl.prompts import get_prompt  # noqa: E402

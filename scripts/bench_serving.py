@@ -56,7 +56,7 @@ from judge_rl.policy.config import RewardJudgeConfig  # noqa: E402
 from judge_rl.prompts import get_prompt  # noqa: E402
 from judge_rl.servers import HFServer  # noqa: E402
 from judge_rl.servers.endpoint import judge_endpoint  # noqa: E402
-from judge_rl.servers.http import load_model_config  # noqa: E402
+from judge_rl.config.paths import load_model_config  # noqa: E402
 from judge_rl.servers.openai import OpenAIServer  # noqa: E402
 
 PATHS = ("hf", "http", "vllm")

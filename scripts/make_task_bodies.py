@@ -28,7 +28,7 @@ from judge_rl.policy.data import BASE_TASKS  # noqa: E402
 from judge_rl.policy.guard import guard_failure  # noqa: E402
 from judge_rl.policy.task_pairs import BODIES_PATH  # noqa: E402
 from judge_rl.rollouts import build_sampler, encode_chat, resolve_rollout_engine  # noqa: E402
-from judge_rl.servers.http import load_model_config  # noqa: E402
+from judge_rl.config.paths import load_model_config  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "judge_rl"
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")

@@ -36,6 +36,13 @@ def compose_config(overrides: list[str]):
         return compose(config_name="config", overrides=[f"cache_dir={CACHE_DIR}", *overrides])
 
 
+def job_reward(job):
+    """The job's reward, as judge_rl/jobs/train.py builds it once (`checked_job`) and hands down."""
+    from judge_rl.rewards import build_reward
+
+    return build_reward(job.reward.name, **job.reward.weights)
+
+
 def run_dir_lock_free(run_dir: Path) -> bool:
     """Whether nothing holds the run directory's lock (judge_rl/rundir.py's `.lock`): taken and let go at once."""
     import fcntl

@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from judge_rl.jobs.evaluate import to_eval_config
 from judge_rl.jobs.train import to_job_config
 
-from conftest import CACHE_DIR, CONF_DIR, compose_config
+from conftest import CACHE_DIR, CONF_DIR, compose_config, job_reward
 
 
 def job(*overrides: str):
@@ -128,5 +128,5 @@ def test_cluster_local_gpu_sizes_micro_batches_for_a_gpu_and_is_refused_where_no
     assert job_cfg.algorithm.ppo_micro_batch_size == 16
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match=r"^cluster=local_gpu \(cluster.device=cuda\): no CUDA device is visible"):
-            run_job(job_cfg, tmp_path)
+            run_job(job_cfg, tmp_path, job_reward(job_cfg))
         assert not any(tmp_path.iterdir())  # nothing was written: it stopped first

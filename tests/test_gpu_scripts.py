@@ -17,7 +17,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import REPO_ROOT, compose_config
+from conftest import REPO_ROOT, compose_config, job_reward
 from omegaconf import OmegaConf
 
 from judge_rl.jobs.train import to_job_config
@@ -78,7 +78,7 @@ def test_the_online_rows_pass_verls_own_config_checks_on_cpu(init, tmp_path):
         if name == "ppo":  # verl builds PPO's critic from the model's files, which this offline machine lacks
             small = [o for o in small if not o.startswith("model=")] + ["model=smollm2-135m"]
         job = to_job_config(compose_config([*small, f"run_dir={tmp_path / name}"]))
-        cfg, path, command, _ = prepare(job, tmp_path / name, judge_rl_task(job))
+        cfg, path, command, _ = prepare(job, tmp_path / name, judge_rl_task(job, job_reward(job)))
         assert path.exists() and cfg.trainer.n_gpus_per_node == 8
         assert cfg.actor_rollout_ref.rollout.n == 8 and cfg.actor_rollout_ref.actor.optim.lr == 1e-6
         assert cfg.algorithm.adv_estimator == {"ppo": "gae", "reinforce_pp": "reinforce_plus_plus", "grpo": "grpo"}[name]

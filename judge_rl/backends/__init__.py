@@ -26,12 +26,22 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from judge_rl.backends.algorithm import AlgorithmConfig
-from judge_rl.config import ClusterConfig, LoggerConfig, ModelConfig, TrainerConfig
+from judge_rl.config import ClusterConfig, LoggerConfig, ModelConfig, TrainerConfig, check_device
 from judge_rl.registry import Registry
 
 # the modules that register backends are imported on the first lookup (the local one imports torch and
 # verl's core_algos; the verl one verl's config machinery)
 BACKENDS: Registry = Registry("backend", modules=("judge_rl.backends.local.loop", "judge_rl.backends.verl.launch"))
+
+
+def check_cluster(cluster: ClusterConfig, dry_run: bool) -> None:
+    """The `cluster` keys every job that trains checks alike (the main job, judge_rl/jobs/train.py, and the policy
+    job, judge_rl/policy/config.py): a known backend, a dry run only on verl, a known device."""
+    if cluster.backend not in BACKENDS:
+        raise ValueError(f"cluster.backend={cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
+    if dry_run and cluster.backend != "verl":
+        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
+    check_device(cluster.device, "cluster.device")
 
 
 class LaunchJob(Protocol):
@@ -101,4 +111,4 @@ class RLResult:
 
 Log = Callable[[dict[str, float], int], None]
 
-__all__ = ["BACKENDS", "LaunchJob", "Log", "RLResult", "RLTask", "VerlTask"]
+__all__ = ["BACKENDS", "LaunchJob", "check_cluster", "Log", "RLResult", "RLTask", "VerlTask"]

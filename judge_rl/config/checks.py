@@ -97,11 +97,15 @@ def check_ranges(job: Any, ranges: dict[str, str]) -> None:
 MODEL_SOURCES = ("gguf_package", "hub", "local", "tiny_random")
 
 
-def check_cluster_device(cluster: Any) -> None:
-    """`cluster.device` is auto, cpu or cuda (whether this machine has the device is the job's check when it starts,
-    `check_local_machine`: a config for a GPU composes and validates anywhere)."""
-    if cluster.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"cluster.device={cluster.device!r}: expected auto, cpu or cuda")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def check_device(value: str, key: str) -> None:
+    """A device key (`cluster.device`, `server.device`, `judge.device`, ...) is auto, cpu or cuda; the error names
+    `key`. Whether this machine has the device is checked when the job starts (`check_local_machine`: a config for a
+    GPU composes and validates anywhere)."""
+    if value not in DEVICES:
+        raise ValueError(f"{key}={value!r}: expected auto, cpu or cuda")
 
 
 def check_local_machine(cluster: Any) -> None:

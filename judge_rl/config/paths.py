@@ -43,3 +43,11 @@ def load_benchmark_config(name: str, **overrides: Any):
     from judge_rl.config.schema import BenchmarkConfig
 
     return load_group_file("benchmark", name, BenchmarkConfig, "eval.benchmarks", **overrides)
+
+
+def load_model_config(name: str, key: str = "model"):
+    """A ModelConfig from conf/model/<name>.yaml, or from a YAML file path; an unknown name is a ValueError naming
+    `key` and the known models (the judge server, the policy job's judge and the scripts name models this way)."""
+    from judge_rl.config.schema import ModelConfig
+
+    return load_group_file("model", name, ModelConfig, key)

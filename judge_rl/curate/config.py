@@ -12,11 +12,11 @@ from typing import Optional
 
 from omegaconf import DictConfig
 
-from judge_rl.config import DatasetSpec, ModelConfig, RunBase, ServerConfig, check_ranges, typed_config, validate_model
+from judge_rl.config import (DatasetSpec, ModelConfig, RunBase, ServerConfig, check_device, check_ranges, typed_config,
+                             validate_model)
 from judge_rl.config.model_dirs import looks_local, require_model_dir
 
 TEACHERS = ("gold", "server", "checkpoint")
-DEVICES = ("auto", "cpu", "cuda")
 
 
 @dataclass
@@ -201,8 +201,7 @@ def validate_curate(job: CurateConfig) -> None:
     check_loader_kwargs(job.data.loader, dict(job.data.kwargs), "data")
     curation_prompt(job.prompt)
     validate_model(job.model, job.difficulty.checkpoint, "difficulty.checkpoint")
-    if job.device not in DEVICES:
-        raise ValueError(f"device={job.device!r}: expected auto, cpu or cuda")
+    check_device(job.device, "device")
     embedder = job.diversity.embedder
     if not embedder.strip():
         raise ValueError("diversity.embedder: empty; expected judge, or a model directory or hub name")
@@ -225,7 +224,6 @@ def validate_curate(job: CurateConfig) -> None:
         if not acc.checkpoint:
             raise ValueError("accuracy.checkpoint: teacher=checkpoint needs the teacher's model directory")
         require_model_dir(acc.checkpoint, "accuracy.checkpoint")
-        if acc.server.device not in DEVICES:
-            raise ValueError(f"accuracy.server.device={acc.server.device!r}: expected auto, cpu or cuda")
+        check_device(acc.server.device, "accuracy.server.device")
     if not job.output.endswith(".jsonl"):
         raise ValueError(f"output={job.output!r}: the curated pairs are JSON lines; the path must end in .jsonl")

@@ -17,7 +17,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from judge_rl.config import EVAL_NEUTRAL_KEYS, EVAL_RANGES, EvalJobConfig, check_ranges, typed_config, validate_model
+from judge_rl.config import (EVAL_NEUTRAL_KEYS, EVAL_RANGES, EvalJobConfig, check_device, check_ranges, typed_config,
+                             validate_model)
 from judge_rl.evaluation.benchmarks import BENCHMARKS, get_benchmark
 from judge_rl.servers import SERVERS, build_server
 from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, read_records
@@ -27,21 +28,26 @@ from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.schema import entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.rundir import claim_run_dir
-from judge_rl.rewards import build_reward
+from judge_rl.rewards import Reward, build_reward
 from judge_rl.rollouts.vllm_engine import auto_server
 
-def to_eval_config(cfg: DictConfig) -> EvalJobConfig:
-    """Resolve and type-check the eval app's config; refuse what cannot work before a model loads."""
+def checked_eval(cfg: DictConfig) -> tuple[EvalJobConfig, Reward]:
+    """Resolve and type-check the eval app's config; refuse what cannot work before a model loads. Returns the job
+    and its reward, built once here and passed down."""
     job: EvalJobConfig = typed_config(cfg, EvalJobConfig)
     if job.server.name == "auto":  # the fastest installed here, chosen once: the run's config names it
         job.server.name = auto_server(job.model.source, job.server.device)
-    validate_eval(job)
-    return job
+    return job, validate_eval(job)
 
 
-def validate_eval(job: EvalJobConfig) -> None:
+def to_eval_config(cfg: DictConfig) -> EvalJobConfig:
+    """`checked_eval`'s job alone (what the tests and the config checks read)."""
+    return checked_eval(cfg)[0]
+
+
+def validate_eval(job: EvalJobConfig) -> Reward:
     """The eval app's combinations: a known benchmark kind, server, reward and prompt, a scalar server only with a
-    Bradley-Terry judge, ranges, and the judge's weights."""
+    Bradley-Terry judge, ranges, and the judge's weights. Returns the job's reward (its one build)."""
     if job.benchmark.kind not in BENCHMARKS:
         raise ValueError(f"benchmark.kind={job.benchmark.kind!r}: known: {', '.join(BENCHMARKS.names())}")
     if job.server.name not in SERVERS:
@@ -56,16 +62,15 @@ def validate_eval(job: EvalJobConfig) -> None:
         raise ValueError("server=scalar needs judge.checkpoint=<a reward model directory, e.g. <bt run_dir>/bt_model>")
     check_ranges(job, EVAL_RANGES)
     validate_model(job.model, job.judge.checkpoint)
-    if job.server.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"server.device={job.server.device!r}: expected auto, cpu or cuda")
-    build_reward(job.reward.name, **job.reward.weights)
+    check_device(job.server.device, "server.device")
+    reward = build_reward(job.reward.name, **job.reward.weights)
     if job.judge.prompt is not None:
         get_prompt(job.judge.prompt)  # an unknown prompt fails here, with the known ones
+    return reward
 
 
 def run_eval(cfg: DictConfig) -> dict[str, Any]:
-    job = to_eval_config(cfg)
-    reward = build_reward(job.reward.name, **job.reward.weights)
+    job, reward = checked_eval(cfg)
     prompt = get_prompt(job.judge.prompt or reward.prompt)
     benchmark = get_benchmark(job.benchmark.kind)
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=EVAL_NEUTRAL_KEYS, console=console) as run_dir:

@@ -1,8 +1,9 @@
 """The main job: a composed config -> its training recipe -> results.
 
 `run(cfg)` is a plain function of a composed config that returns the run's results document; the Hydra
-entry point (`python -m judge_rl`, judge_rl/__main__.py) and the tests both call it. `to_job_config(cfg)` types
-and checks the config before any model loads: the keys every recipe reads here, then the recipe's own checks. `algorithm.recipe` picks the recipe
+entry point (`python -m judge_rl`, judge_rl/__main__.py) and the tests both call it. `checked_job(cfg)` types
+and checks the config before any model loads: the keys every recipe reads here, then the recipe's own checks; the
+job's reward is built there, once, and handed to the recipe. `algorithm.recipe` picks the recipe
 (judge_rl/recipes/: online_rl for GRPO, PPO, REINFORCE++, RLOO, ...), which runs its stages top to bottom
 in the claimed run directory. Every stage writes into the run directory as it goes, and re-running with
 the same `run_dir` picks up where a crash left off: the SFT init is cached, RL resumes from its last
@@ -21,14 +22,13 @@ from omegaconf import DictConfig, OmegaConf
 from judge_rl.recipes.stages import eval_engine
 from judge_rl.rollouts.samplers import resolve_rollout_engine
 from judge_rl.updates.batch import resolve_logprob_pass
-from judge_rl.backends import BACKENDS
+from judge_rl.backends import check_cluster
 from judge_rl.config import (
     JOB_RANGES,
     NEUTRAL_KEYS,
     STAGES,
     JobConfig,
     RewardConfig,
-    check_cluster_device,
     check_local_machine,
     check_ranges,
     typed_config,
@@ -39,36 +39,41 @@ from judge_rl.config.paths import CONF_DIR, load_group_file
 from judge_rl.data.loaders import check_loader_kwargs
 from judge_rl.recipes import RECIPES
 from judge_rl.reports.console import console
-from judge_rl.rewards import build_reward
+from judge_rl.rewards import Reward, build_reward
 from judge_rl.rundir import claim_run_dir
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    job = to_job_config(cfg)
+    job, reward = checked_job(cfg)
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=NEUTRAL_KEYS, console=console) as run_dir:
-        return run_job(job, run_dir)
+        return run_job(job, run_dir, reward)
 
 
-def run_job(job: JobConfig, run_dir: Path) -> dict[str, Any]:
-    """A validated config in a claimed run directory: its recipe, or (verl backend, `--dry-run`) the verl
-    command and config it would launch."""
+def run_job(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
+    """A validated config in a claimed run directory, with its reward (`checked_job`): its recipe, or (verl
+    backend, `--dry-run`) the verl command and config it would launch."""
     if job.dry_run:
         from judge_rl.backends.verl.launch import dry_run
         from judge_rl.recipes.online_rl import judge_rl_task
 
-        return dry_run(job, run_dir, judge_rl_task(job))
+        return dry_run(job, run_dir, judge_rl_task(job, reward))
     check_local_machine(job.cluster)
-    return RECIPES.get(job.algorithm.recipe).run(job, run_dir)
+    return RECIPES.get(job.algorithm.recipe).run(job, run_dir, reward)
 
 
-def to_job_config(cfg: DictConfig) -> JobConfig:
+def checked_job(cfg: DictConfig) -> tuple[JobConfig, Reward]:
     """Resolve and type-check a composed config; unknown keys and wrong types raise with the key name. The
-    `algorithm` node is typed by its recipe's config dataclass (`algorithm.recipe`, judge_rl/recipes/)."""
+    `algorithm` node is typed by its recipe's config dataclass (`algorithm.recipe`, judge_rl/recipes/). Returns the
+    job and its reward, built once here (before any model loads) and passed down to the recipe."""
     recipe = OmegaConf.select(cfg, "algorithm.recipe", default="online_rl")
     _refuse_verl_for_offline(recipe, OmegaConf.select(cfg, "cluster.backend", default="local"), cfg.algorithm.get("name"))
     job: JobConfig = typed_config(cfg, job_schema(recipe))
-    validate(job)
-    return job
+    return job, validate(job)
+
+
+def to_job_config(cfg: DictConfig) -> JobConfig:
+    """`checked_job`'s job alone (what the tests and the config checks read)."""
+    return checked_job(cfg)[0]
 
 
 def _refuse_verl_for_offline(recipe: str, backend: str, name: str | None) -> None:
@@ -102,9 +107,9 @@ def _job_schema(algorithm_cls: type) -> type:
 
 
 
-def validate(job: JobConfig) -> None:
+def validate(job: JobConfig) -> Reward:
     """Refuse combinations that cannot work, before any model is loaded: the keys every recipe reads here, then
-    the recipe's own checks (`Recipe.validate`)."""
+    the recipe's own checks (`Recipe.validate`). Returns the job's reward (built here, the one build of the job)."""
     unknown = [s for s in job.stages if s not in STAGES]
     if unknown:
         raise ValueError(f"stages: unknown stage(s) {unknown}; known: {list(STAGES)}")
@@ -123,19 +128,16 @@ def validate(job: JobConfig) -> None:
         if not (Path(job.data.strength_from).expanduser() / "bt_metrics.json").exists():
             raise ValueError(f"data.strength_from={job.data.strength_from}: not a Bradley-Terry model written by algorithm=bt "
                              "(no bt_metrics.json)")
-    build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
+    reward = build_reward(job.reward.name, **job.reward.weights)  # unknown weights / failure > wrong raise here
     a = job.algorithm
     recipe = get_recipe(a.recipe)
     if not isinstance(a, recipe.config):
         raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
-    if job.cluster.backend not in BACKENDS:
-        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
-    if job.dry_run and job.cluster.backend != "verl":
-        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
-    check_cluster_device(job.cluster)
+    check_cluster(job.cluster, job.dry_run)
     check_ignored_groups(job, recipe)
     if recipe.validate is not None:
-        recipe.validate(job)
+        recipe.validate(job, reward)
+    return reward
 
 
 # the groups a recipe may declare it ignores, with the schema of their options
@@ -143,7 +145,8 @@ IGNORABLE_GROUPS = {"reward": RewardConfig}
 
 
 def default_option(group: str) -> Any:
-    """The option conf/config.yaml's defaults list picks for `group`, typed."""
+    """The option conf/config.yaml's defaults list picks for `group`, typed. Read from the file: the composed config
+    holds only the option chosen (and Hydra's runtime choices only its name), never what the default would have been."""
     for entry in OmegaConf.load(CONF_DIR / "config.yaml").defaults:
         if isinstance(entry, Mapping) and group in entry:
             return load_group_file(group, entry[group], IGNORABLE_GROUPS[group], group)

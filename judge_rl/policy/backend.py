@@ -47,7 +47,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from judge_rl.backends.local.backend import LocalBackend, ScoredRollouts
+from judge_rl.backends.local.backend import LocalBackend, ScoredRollouts, clip_ratio_metric, length_metrics, score_metrics
 from judge_rl.backends.algorithm import AlgorithmConfig
 from judge_rl.config import TrainerConfig
 from judge_rl.policy.bias import bias_metrics
@@ -129,7 +129,7 @@ class PolicyBackend(LocalBackend):
         if keep:
             batch = build_batch([generations[i] for i in keep], [uids[i] for i in keep], self.tokenizer.pad_token_id)
             rewards = [graded[i].reward.to_verl_dict() for i in keep]
-            scores = torch.tensor([float(graded[i].reward.score) for i in keep])  # type: ignore[arg-type]
+            scores = torch.tensor([graded[i].reward.graded_score for i in keep])
             scored = ScoredRollouts(batch, scores, rewards, [generations[i].text for i in keep],
                                     [generations[i].finished for i in keep])  # fmt: skip
         lengths = [len(g.response_ids) for g in generations]
@@ -192,23 +192,13 @@ class PolicyBackend(LocalBackend):
         timing["timing_s/step"] = time.perf_counter() - t0
         metrics.update(timing)
         metrics.update(bias_metrics(r.graded, r.lengths))
-        lengths = np.asarray(r.lengths, dtype=float)
-        metrics["response_length/mean"] = float(lengths.mean())
-        metrics["response_length/max"] = float(lengths.max())
-        metrics["response_length/min"] = float(lengths.min())
+        metrics.update(length_metrics(np.asarray(r.lengths, dtype=float)))
         return metrics
 
 
 def graded_metrics(r: ScoredRollouts) -> dict[str, float]:
     """Score statistics over the samples that trained (verl's names) and the reward's numeric components."""
-    m = {
-        "critic/score/mean": r.scores.mean().item(),
-        "critic/score/max": r.scores.max().item(),
-        "critic/score/min": r.scores.min().item(),
-        "critic/score/std": r.scores.std(unbiased=False).item(),  # judge_rl's: the step's spread (verl logs min/max)
-        "critic/rewards/mean": r.scores.mean().item(),
-        "response_length/clip_ratio": float(np.mean([not f for f in r.finished])),
-    }
+    m = {**score_metrics(r.scores), **clip_ratio_metric(r.finished)}
     keys = [k for k, v in r.rewards[0].items() if isinstance(v, (int, float)) and k not in ("score", "judge_failed")]
     for key in keys:
         vals = [float(x[key]) for x in r.rewards if not math.isnan(float(x[key]))]

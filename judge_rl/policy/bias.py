@@ -82,19 +82,23 @@ def bias_metrics(graded: Sequence[Graded], lengths: Sequence[float]) -> dict[str
         "bias/judge_fn_rate": sum(not m for m in positives) / len(positives) if positives else NAN,
         "bias/judge_agreement": sum(met == followed for met, followed in pairs) / len(pairs) if pairs else NAN,
     }
-    kept = [(g, n) for g, n in zip(graded, lengths) if g.reward.ok and g.rule_score is not None]
-    rewards = [float(g.reward.score) for g, _ in kept]  # type: ignore[arg-type]
-    rules = [float(g.rule_score) for g, _ in kept]  # type: ignore[arg-type]
+    # the graded samples with rule scores: (reward, rule score, the compared answer's rule score or None, length)
+    kept: list[tuple[float, float, float | None, float]] = []
+    for g, n in zip(graded, lengths):
+        if g.reward.ok and g.rule_score is not None:
+            opponent = None if g.opponent_rule_score is None else float(g.opponent_rule_score)
+            kept.append((g.reward.graded_score, float(g.rule_score), opponent, float(n)))
+    rewards = [reward for reward, _, _, _ in kept]
+    rules = [rule for _, rule, _, _ in kept]
     out["bias/n_samples"] = float(len(kept))
     out["bias/reward_mean"] = sum(rewards) / len(rewards) if rewards else NAN
     out["bias/rule_mean"] = sum(rules) / len(rules) if rules else NAN
     out["bias/reward_minus_rule"] = out["bias/reward_mean"] - out["bias/rule_mean"] if rewards else NAN
-    out["bias/length_corr"] = length_correlation(rewards, [float(n) for _, n in kept], rules)
+    out["bias/length_corr"] = length_correlation(rewards, [n for _, _, _, n in kept], rules)
     # a pairwise judge: of the comparisons the checkers decide (the two rule scores differ) and the judge decides
     # (a reward other than 0.5), the share where it prefers the answer the checkers rank lower
-    decided = [(float(g.reward.score) > 0.5, float(g.rule_score) > float(g.opponent_rule_score))  # type: ignore[arg-type]
-               for g, _ in kept if g.opponent_rule_score is not None and g.rule_score != g.opponent_rule_score
-               and g.reward.score != 0.5]  # fmt: skip
+    decided = [(reward > 0.5, rule > opponent) for reward, rule, opponent, _ in kept
+               if opponent is not None and rule != opponent and reward != 0.5]
     out["bias/n_compared"] = float(len(decided))
     out["bias/judge_rule_disagree"] = sum(j != r for j, r in decided) / len(decided) if decided else NAN
     return out

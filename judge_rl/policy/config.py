@@ -34,12 +34,12 @@ from judge_rl.config import (
     ModelConfig,
     ReportConfig,
     TrainerConfig,
-    check_cluster_device,
+    check_device,
     check_ranges,
     typed_config,
     validate_model,
 )
-from judge_rl.backends import BACKENDS
+from judge_rl.backends import check_cluster
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.sources import POLICY_SOURCES
@@ -343,8 +343,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
         from judge_rl.config.model_dirs import require_model_dir
 
         require_model_dir(j.checkpoint, "judge.checkpoint")
-    if j.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"judge.device={j.device!r}: expected auto, cpu or cuda")
+    check_device(j.device, "judge.device")
     _choice(job.judge_failure.mode, "judge_failure.mode", FAILURE_MODES)
     if job.judge_failure.mode == "drop_group" and job.judge_failure.min_group_size > a.rollout_n:
         raise ValueError(f"judge_failure.min_group_size={job.judge_failure.min_group_size} exceeds algorithm.rollout_n="
@@ -364,9 +363,5 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
         if unknown or not d.instruction_ids:
             raise ValueError(f"policy_data.instruction_ids: {unknown or 'empty'}: expected ids from "
                              f"{', '.join(GENERATED_INSTRUCTION_IDS)}")
-    if job.cluster.backend not in BACKENDS:
-        raise ValueError(f"cluster.backend={job.cluster.backend!r}: expected one of {', '.join(BACKENDS.names())}")
-    check_cluster_device(job.cluster)
-    if job.dry_run and job.cluster.backend != "verl":
-        raise ValueError("dry_run (--dry-run) prints a verl launch: it needs a verl cluster option (e.g. cluster=node_8gpu)")
+    check_cluster(job.cluster, job.dry_run)
     check_online_algorithm(a, job.trainer.prompts_per_step)

@@ -134,21 +134,6 @@ def needs_judge(job: PolicyJobConfig) -> bool:
     return POLICY_REWARDS.get(job.policy_reward.name).needs_judge
 
 
-def judge_model_name(judge: RewardJudgeConfig) -> str:
-    """The model id the judge's requests carry when the launcher does not say: judge.served_model, else the
-    checkpoint path or the conf/model's hub path (what `vllm serve <path>` serves under), else its name."""
-    if judge.served_model:
-        return judge.served_model
-    if judge.checkpoint:
-        return str(judge.checkpoint)
-    if judge.model is None:
-        raise VerlTranslationError(f"judge={judge.name}: no judge.served_model, checkpoint or model to name the judge")
-    from judge_rl.servers.http import load_model_config
-
-    m = load_model_config(judge.model)
-    return m.path if m.source == "hub" else m.name
-
-
 def planned_judge_base_url(judge: RewardJudgeConfig) -> str:
     """judge.base_url, or where the job will start its judge (127.0.0.1:judge.port, or 8011 with judge.port=null;
     the port a job picks, and a local judge's, is only known once it listens, so a dry run shows this one)."""
@@ -177,6 +162,7 @@ def policy_reward_kwargs(job: PolicyJobConfig, judge_base_url: str | None, judge
     from dataclasses import asdict
 
     from judge_rl.policy.verl_reward import JUDGE_CLIENT_FIELDS
+    from judge_rl.servers.endpoint import served_name
 
     r = job.policy_reward
     if not needs_judge(job):
@@ -187,7 +173,7 @@ def policy_reward_kwargs(job: PolicyJobConfig, judge_base_url: str | None, judge
     values = {f"reward_{k}": v for k, v in asdict(r).items()}
     values.update({f"judge_{k}": getattr(j, k) for k in JUDGE_CLIENT_FIELDS})
     values["judge_extra_body"] = dict(j.extra_body)
-    values.update(judge_base_url=str(judge_base_url), judge_model=judge_model or judge_model_name(j))
+    values.update(judge_base_url=str(judge_base_url), judge_model=judge_model or served_name(j))
     if concurrency is not None:
         values["judge_concurrency"] = int(concurrency)
     return values
@@ -234,7 +220,8 @@ def policy_verl_task(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | 
     <run_dir>/verl/data, the reward function, its kwargs and manager keys, and for a judge-graded reward the file the
     reward workers write each sample's outcome to (reward_outcomes.py) and the judge key's variable NAME, both
     forwarded to Ray's workers (a secret's value by inheritance only: entry.py). judge_base_url: the judge's OpenAI-compatible URL as Ray's reward workers reach it
-    (None only for policy_reward=rule); judge_model: the model id requests carry (None: `judge_model_name`)."""
+    (None only for policy_reward=rule); judge_model: the model id requests carry (None: the judge's served name,
+    judge_rl/servers/endpoint.py `served_name`)."""
     judged = needs_judge(job)
     if judged and job.judge_failure.mode != "mask":
         raise VerlTranslationError(

@@ -26,15 +26,16 @@ from judge_rl.registry import Registry
 
 @dataclass(frozen=True)
 class Recipe:
-    """A training method: `run(job, run_dir) -> results`, the dataclass that types its `algorithm` node,
-    `validate(job)`, its own checks of a composed job (run before any model loads; None: none), and `ignores`, the
+    """A training method: `run(job, run_dir, reward) -> results`, the dataclass that types its `algorithm` node,
+    `validate(job, reward)`, its own checks of a composed job (run before any model loads; None: none; `reward` is
+    the job's reward, built once by judge_rl/jobs/train.py), and `ignores`, the
     config groups of the main job it does not read (e.g. a Bradley-Terry model reads no `reward`): a job that sets
     one away from its default is refused (judge_rl/jobs/train.py), never run with the setting silently unused."""
 
     name: str
-    run: Callable[[Any, Path], dict[str, Any]]
+    run: Callable[[Any, Path, Any], dict[str, Any]]
     config: type
-    validate: Callable[[Any], None] | None = None
+    validate: Callable[[Any, Any], None] | None = None
     ignores: tuple[str, ...] = ()
 
 
@@ -51,9 +52,9 @@ RECIPES: Registry[Recipe] = Registry(
 )
 
 
-def register_recipe(name: str, config: type, validate: Callable[[Any], None] | None = None,
+def register_recipe(name: str, config: type, validate: Callable[[Any, Any], None] | None = None,
                     ignores: tuple[str, ...] = ()) -> Callable:  # fmt: skip
-    """Decorator: register `fn(job, run_dir) -> results` as the recipe `name`, typed by `config` (see `Recipe`)."""
+    """Decorator: register `fn(job, run_dir, reward) -> results` as the recipe `name`, typed by `config` (see `Recipe`)."""
 
     def decorator(fn: Callable) -> Callable:
         RECIPES.register(name)(Recipe(name, fn, config, validate, tuple(ignores)))

@@ -30,6 +30,7 @@ from judge_rl.prompts.scalar import scalar_messages
 from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import Run, evaluate, online_pairs, report, setup
 from judge_rl.reports.console import console
+from judge_rl.rewards import Reward
 from judge_rl.servers.scalar import ScalarServer, scalar_ids
 from judge_rl.updates.trl_run import steps_for, train, trl_args
 
@@ -65,7 +66,7 @@ RANGES = {
 }
 
 
-def validate_bt(job: JobConfig) -> None:
+def validate_bt(job: JobConfig, reward: Reward) -> None:
     """Ranges only: `stages` are the online recipe's; a BT run always trains and evaluates its reward model."""
     check_ranges(job, RANGES)
 
@@ -135,9 +136,9 @@ def train_bt(run: Run) -> tuple[Path, dict[str, float]]:
 
 
 @register_recipe("bt", config=BTConfig, validate=validate_bt, ignores=("reward",))  # it scores; no reward pays it
-def bt(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+def bt(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     # setup: the `scalar` prompt (pointwise: each response scored alone), data and benchmarks, before any model
-    run = setup(job, run_dir)
+    run = setup(job, run_dir, reward)
 
     # train the reward model (reused when this run directory already holds it)
     model_dir, metrics = train_bt(run)

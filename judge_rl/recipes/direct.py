@@ -16,6 +16,7 @@ from typing import Any
 from judge_rl.config import JobConfig
 from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import evaluate, report, setup, validate_judge_prompt
+from judge_rl.rewards import Reward
 
 
 @dataclass
@@ -28,9 +29,9 @@ class DirectConfig:
 
 
 @register_recipe("direct", config=DirectConfig, validate=validate_judge_prompt)
-def direct(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+def direct(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     # setup: data, prompt and benchmarks are checked before the model loads
-    run = setup(job, run_dir)
+    run = setup(job, run_dir, reward)
     # the model as configured judges the held-out pairs in both orders (and eval.benchmarks)
     evaluate(run, "base", "direct", None)
     return report(run, final="base")

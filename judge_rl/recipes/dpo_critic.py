@@ -37,6 +37,7 @@ from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import Run, compare, evaluate, init_items, online_pairs, report, sample, setup, sft_init
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
+from judge_rl.rewards import Reward
 from judge_rl.updates.sft import run_sft, sft_examples
 from judge_rl.updates.trl_run import steps_for, train, trl_args
 
@@ -91,12 +92,11 @@ RANGES = {
 }
 
 
-def validate_dpo_critic(job: JobConfig) -> None:
+def validate_dpo_critic(job: JobConfig, reward: Reward) -> None:
     check_ranges(job, RANGES)
     from judge_rl.prompts import get_prompt
-    from judge_rl.rewards import build_reward
 
-    prompt = get_prompt(build_reward(job.reward.name, **job.reward.weights).prompt)
+    prompt = get_prompt(reward.prompt)
     if prompt.kind != "pairwise":
         raise ValueError(f"algorithm=dpo_critic trains a pairwise judge; reward={job.reward.name} judges one response "
                          f"at a time ({prompt.name})")
@@ -204,10 +204,10 @@ def train_dpo(run: Run, policy_dir: Path | None, rows: list[dict], out: Path) ->
 
 
 @register_recipe("dpo_critic", config=DPOCriticConfig, validate=validate_dpo_critic)
-def dpo_critic(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+def dpo_critic(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     a = job.algorithm
     # setup, then the judge's thinking initialisation (cached and shared with online RL)
-    run = setup(job, run_dir)
+    run = setup(job, run_dir, reward)
     policy: Path | None = None
     if job.sft.enabled:
         policy = sft_init(run)

@@ -21,14 +21,13 @@ from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import compare, evaluate, live_evaluator, report, setup, sft_init
 from judge_rl.reports.console import console
 from judge_rl.reports.summary import reward_curve
-from judge_rl.rewards import build_reward
+from judge_rl.rewards import Reward
 
 
-def validate_online_rl(job: JobConfig) -> None:
+def validate_online_rl(job: JobConfig, reward: Reward) -> None:
     """The online RL recipe's checks: its `algorithm.*` (ranges, group shapes verl's estimators need, critic and
     KL: backends/algorithm.py, shared with the policy job), and what a judge's reward asks of the groups."""
     check_ranges(job, RL_RANGES)
-    reward = build_reward(job.reward.name, **job.reward.weights)
     a = job.algorithm
     if (getattr(reward, "both_orders", False) or a.group_both_orders) and (a.rollout_n < 2 or a.rollout_n % 2):
         why = f"reward={job.reward.name}" if getattr(reward, "both_orders", False) else "algorithm.group_both_orders=true"
@@ -43,9 +42,10 @@ def validate_online_rl(job: JobConfig) -> None:
     check_online_algorithm(a, job.trainer.prompts_per_step)
 
 
-def judge_rl_task(job: JobConfig, run: Any = None, init_model: Path | None = None, eval_live: Any = None) -> RLTask:
+def judge_rl_task(job: JobConfig, reward: Reward, run: Any = None, init_model: Path | None = None,
+                  eval_live: Any = None) -> RLTask:  # fmt: skip
     """The judge job's RL as the backends take it (judge_rl/backends/__init__.py): its training items judged with
-    the reward's prompt and scored by it (the local backend's LocalBackend step; on verl, its pairs exported and
+    the reward's prompt (`reward`, the job's, built once by judge_rl/jobs/train.py) and scored by it (the local backend's LocalBackend step; on verl, its pairs exported and
     judge_rl/rewards/__init__.py:compute_score), the live held-out evaluation every trainer.eval_every steps (local).
     `run`: the recipe's setup (recipes/stages.py); None for a task only launched on verl (a dry run)."""
 
@@ -59,7 +59,7 @@ def judge_rl_task(job: JobConfig, run: Any = None, init_model: Path | None = Non
     def verl_task(run_dir: Path):
         from judge_rl.backends.verl.export import judge_verl_task
 
-        return judge_verl_task(job, run_dir)
+        return judge_verl_task(job, run_dir, reward)
 
     every = job.trainer.eval_every
     return RLTask(
@@ -74,13 +74,13 @@ def judge_rl_task(job: JobConfig, run: Any = None, init_model: Path | None = Non
 
 
 @register_recipe("online_rl", config=AlgorithmConfig, validate=validate_online_rl)
-def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+def online_rl(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     # setup: everything that can fail on a bad config or bad data fails before a model loads
     if "rl" in job.stages and job.cluster.backend == "verl":  # this machine can launch verl (vllm, GPUs, flash_attn)
         from judge_rl.backends.verl.launch import check_launch_machine
 
-        check_launch_machine(job, run_dir, judge_rl_task(job))
-    run = setup(job, run_dir)
+        check_launch_machine(job, run_dir, judge_rl_task(job, reward))
+    run = setup(job, run_dir, reward)
     eval_live = live_evaluator(run)
     if eval_live is not None and "rl" in job.stages and job.cluster.backend != "local":
         console.print(f"[yellow]trainer.eval_every={job.trainer.eval_every}: the periodic held-out evaluation runs "
@@ -100,7 +100,7 @@ def online_rl(job: JobConfig, run_dir: Path) -> dict[str, Any]:
         found = latest_checkpoint(run_dir / "checkpoints")
         run.logger.drop_steps_after(found[0] if found else 0, checkpoint_metrics(found[1]) if found else ())
         train = BACKENDS.get(job.cluster.backend)
-        rl = train(job, run_dir, judge_rl_task(job, run, init_model, eval_live), run.logger.log)
+        rl = train(job, run_dir, judge_rl_task(job, reward, run, init_model, eval_live), run.logger.log)
         history = run.logger.history()
         run.results["training"]["rl"] = training = {"resumed_from": rl.resumed_from, "steps": len(history)}
         curve = reward_curve(history)

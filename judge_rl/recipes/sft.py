@@ -31,6 +31,7 @@ from judge_rl.recipes.stages import (Run, compare, evaluate, online_pairs, repor
                                      validate_judge_prompt)
 from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
+from judge_rl.rewards import Reward
 from judge_rl.updates.sft import run_sft, sft_examples
 
 
@@ -64,9 +65,9 @@ RANGES = {
 }
 
 
-def validate_sft_method(job: JobConfig) -> None:
+def validate_sft_method(job: JobConfig, reward: Reward) -> None:
     a = job.algorithm
-    validate_judge_prompt(job)
+    validate_judge_prompt(job, reward)
     check_ranges(job, RANGES)
     if a.traces not in ("gold", "rejection"):
         raise ValueError(f"algorithm.traces={a.traces!r}: expected gold or rejection")
@@ -126,10 +127,10 @@ def rejection_examples(run: Run, sampler_dir: Path | None) -> list[dict]:
 
 
 @register_recipe("sft", config=SFTMethodConfig, validate=validate_sft_method)
-def sft_method(job: JobConfig, run_dir: Path) -> dict[str, Any]:
+def sft_method(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     a = job.algorithm
     # setup: data, prompt and benchmarks are checked before any model loads
-    run = setup(job, run_dir)
+    run = setup(job, run_dir, reward)
 
     # the training set: gold verdicts, or right judgments sampled from the base model or the SFT init
     start: Path | None = None

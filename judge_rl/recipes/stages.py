@@ -34,7 +34,7 @@ from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.plots import Anchor, write_plots
 from judge_rl.reports.schema import HEADLINE, entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.reports.summary import print_summary
-from judge_rl.rewards import build_reward, compute_score
+from judge_rl.rewards import Reward, compute_score
 from judge_rl.rollouts import encode_chat
 from judge_rl.rollouts.generation import generate
 from judge_rl.rundir import run_wall_s
@@ -89,11 +89,10 @@ def judge_prompt_name(job: JobConfig, reward) -> str:
     return reward.prompt
 
 
-def validate_judge_prompt(job: JobConfig) -> None:
+def validate_judge_prompt(job: JobConfig, reward: Reward) -> None:
     """The judge's prompt exists (a reward without a verdict-only variant cannot run `thinking=false`)."""
     from judge_rl.prompts import PROMPTS
 
-    reward = build_reward(job.reward.name, **job.reward.weights)
     name = judge_prompt_name(job, reward)
     if name not in PROMPTS:
         raise ValueError(f"algorithm.thinking=false asks reward={job.reward.name} for the prompt {name!r}, which does not "
@@ -177,13 +176,12 @@ class Run:
         write_results(self.run_dir, self.results)
 
 
-def setup(job: JobConfig, run_dir: Path) -> Run:
-    """Reward, prompt, benchmarks, tokenizer, data and logger: everything that can fail on a bad config or bad
-    data fails here, before any model loads."""
+def setup(job: JobConfig, run_dir: Path, reward: Reward) -> Run:
+    """Prompt, benchmarks, tokenizer, data and logger for the job and its reward (built once, judge_rl/jobs/train.py):
+    everything that can fail on a bad config or bad data fails here, before any model loads."""
     torch.manual_seed(job.seed)
     if job.cluster.threads:
         torch.set_num_threads(job.cluster.threads)
-    reward = build_reward(job.reward.name, **job.reward.weights)
     prompt = get_prompt(judge_prompt_name(job, reward))
     # published benchmarks judged at each eval stage; an unknown name fails here, before any model loads
     limit = {} if job.eval.benchmark_limit is None else {"limit": job.eval.benchmark_limit}

@@ -57,7 +57,9 @@ from typing import Callable, Iterator, Sequence
 import httpx
 
 from judge_rl import stopping
-from judge_rl.servers.http import HOST, ChatCompletionServer, load_model_config
+from judge_rl.config import check_device
+from judge_rl.config.paths import load_model_config
+from judge_rl.servers.http import HOST, ChatCompletionServer
 from judge_rl.servers.watchdog import stop_group
 
 LOG_NAME = "vllm_serve.log"
@@ -123,14 +125,15 @@ def auto_engine(judge_cfg) -> str:
     project's server (local) otherwise. scripts/bench_serving.py measures the policy job's judging on both."""
     if judge_cfg.base_url or (getattr(judge_cfg, "faults", None) is not None and judge_cfg.faults.active()):
         return "local"
-    if judge_cfg.model is not None and load_model_config(judge_cfg.model, "judge.model").source == "tiny_random":
+    if judge_cfg.model is not None and judge_model_config(judge_cfg).source == "tiny_random":
         return "local"
     return "vllm" if _vllm_installed() else "local"
 
 
 def judge_model_config(judge_cfg):
     """The ModelConfig of the judge: `judge.model` (a conf/model name or YAML path), or, with only
-    `judge.checkpoint` set, that directory as a local model (its own tokenizer)."""
+    `judge.checkpoint` set, that directory as a local model (its own tokenizer). The one place the policy judge's
+    model is looked up (the engine `auto` picks, the served name, the server started)."""
     if judge_cfg.model is not None:
         return load_model_config(judge_cfg.model, "judge.model")
     if judge_cfg.checkpoint is None:
@@ -142,12 +145,22 @@ def judge_model_config(judge_cfg):
 
 
 def served_name(judge_cfg, model_cfg=None) -> str:
-    """The model id requests carry: `judge.served_model`, else the judge model's name."""
+    """The model id requests carry: `judge.served_model`; else, for a vLLM server the job reaches but did not start
+    (judge.engine=vllm with judge.base_url), the id `vllm serve <path>` serves under by default: `judge.checkpoint`, or
+    the model's hub path; else the judge model's name (`judge_model_config`; `model_cfg`: that config, when the caller
+    already has it). The one rule: the endpoint started or reached here and the policy job's verl reward kwargs
+    (judge_rl/policy/verl.py) both name the judge by it; a server this job starts adds a per-job token to it
+    (`job_model_id`)."""
     if judge_cfg.served_model:
         return judge_cfg.served_model
     if model_cfg is None and judge_cfg.model is None and judge_cfg.checkpoint is None:
         raise ValueError(f"judge.engine={judge_cfg.engine} at judge.base_url={judge_cfg.base_url}: set "
                          "judge.served_model (the model id the endpoint expects) or judge.model")
+    if judge_cfg.engine == "vllm" and judge_cfg.base_url:
+        if judge_cfg.checkpoint:
+            return str(judge_cfg.checkpoint)
+        m = model_cfg or judge_model_config(judge_cfg)
+        return m.path if m.source == "hub" else m.name
     return (model_cfg or judge_model_config(judge_cfg)).name
 
 
@@ -201,8 +214,7 @@ def _local_server(judge_cfg, cache_dir: str, seed: int) -> Iterator[ChatCompleti
 
     from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
 
-    if judge_cfg.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"judge.device={judge_cfg.device!r}: expected auto, cpu or cuda")
+    check_device(judge_cfg.device, "judge.device")
     if judge_cfg.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("judge.device=cuda but no CUDA device is visible; use judge.device=cpu or auto")
     device = resolve_device(judge_cfg.device)

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from judge_rl.config.paths import load_model_config
 from judge_rl.rollouts import encode_chat, generate
 
 HOST = "127.0.0.1"
@@ -453,15 +454,6 @@ def _make_handler(server: ChatCompletionServer):
             self._reply(status, payload)
 
     return Handler
-
-
-def load_model_config(name: str, key: str = "model"):
-    """A ModelConfig from conf/model/<name>.yaml, or from a YAML file path; an unknown name is a ValueError naming
-    `key` and the known models."""
-    from judge_rl.config import ModelConfig
-    from judge_rl.config.paths import load_group_file
-
-    return load_group_file("model", name, ModelConfig, key)
 
 
 def main(argv: list[str] | None = None) -> None:

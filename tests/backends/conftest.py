@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CACHE_DIR, compose_config
+from conftest import CACHE_DIR, compose_config, job_reward
 
 from judge_rl.config import JobConfig, ModelConfig
 from judge_rl.jobs.train import to_job_config
@@ -62,7 +62,7 @@ def translate(data_files, tmp_path):
         args = dict(
             data_files=data_files,
             reward_module=reward_module_path(),
-            reward_kwargs=judge_reward_kwargs(job),
+            reward_kwargs=judge_reward_kwargs(job, job_reward(job)),
             stages=job.stages,
             experiment_name="test",
             ckpt_dir=tmp_path / "ckpt",

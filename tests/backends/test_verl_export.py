@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import job_reward
 
 from judge_rl.data.pairs import balanced_positions, pointwise_items
 from judge_rl.backends.verl import export_job_data, export_parquet, reward_module_path
@@ -157,7 +158,7 @@ def test_rlhf_dataset_drops_overlong_prompts(translate, smollm2_tokenizer, pairs
 
 def test_export_job_data(make_job, tmp_path):
     job = make_job(["data.train.kwargs.n=6", "data.eval.kwargs.n=5", "eval.limit=3", "reward=pairwise_tag"])
-    files = export_job_data(job, tmp_path)
+    files = export_job_data(job, tmp_path, job_reward(job))
     assert set(files) == {"train", "val"}
     train, val = read(files["train"]), read(files["val"])
     assert len(train) == 6 and len(val) == 2 * 3

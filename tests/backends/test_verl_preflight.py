@@ -34,7 +34,7 @@ from judge_rl.models.attention import flash_attn_importable, import_error
 from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.summary import reward_curve
 
-from conftest import compose_config
+from conftest import compose_config, job_reward
 
 GPU_CLUSTERS = ["single_gpu", "node_8gpu", "nodes_2x8", "ray_address", "slurm"]
 HEADS = {"smollm2-135m": (9, 3), "qwen2.5-7b-instruct": (28, 4)}
@@ -207,7 +207,7 @@ def test_the_reward_file_must_load_in_a_fresh_process(tmp_path, make_job):
     from judge_rl.recipes.online_rl import judge_rl_task
 
     job = make_job(["cluster=single_gpu", "model=qwen2.5-7b-instruct"], run_dir=tmp_path)
-    cfg, path, _, _ = prepare(job, tmp_path, judge_rl_task(job))  # passes: verl's loader imports judge_rl's reward module
+    cfg, path, _, _ = prepare(job, tmp_path, judge_rl_task(job, job_reward(job)))  # passes: verl's loader imports judge_rl's reward module
     broken = tmp_path / "broken_reward.py"
     broken.write_text("import a_module_that_is_not_installed\n")
     OmegaConf.update(cfg, "reward.custom_reward_function.path", str(broken))
@@ -239,7 +239,7 @@ def test_the_wandb_mode_reaches_the_job_environment_and_no_key_reaches_a_file(tm
     # a real dry run with a key in the environment: preflight passes, nothing on disk holds the key
     monkeypatch.setenv("WANDB_API_KEY", "secret-key-0123456789")
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    prepare(job, tmp_path, judge_rl_task(job))
+    prepare(job, tmp_path, judge_rl_task(job, job_reward(job)))
     for f in tmp_path.rglob("*"):
         if f.is_file() and f.suffix in (".yaml", ".json", ".jsonl", ".txt", ".log"):
             assert "secret-key-0123456789" not in f.read_text(errors="ignore"), f
@@ -301,12 +301,12 @@ def test_a_gpu_option_launched_on_a_machine_without_cuda_fails_before_any_model_
                 "where verl starts its Ray, but torch sees none (torch.cuda.is_available() is False): run it on a GPU "
                 "machine (or cluster=cpu_verl on a CPU)")
     with pytest.raises(PreflightError) as err:
-        prepare(job, tmp_path, judge_rl_task(job), launch=True)
+        prepare(job, tmp_path, judge_rl_task(job, job_reward(job)), launch=True)
     assert _problems(err) == [expected]  # vLLM imports here: the GPU is the one thing missing
     with pytest.raises(PreflightError) as err:  # the main job: before its first stage (SFT would load the model)
         run(compose_config(["cluster=single_gpu", "model=qwen2.5-7b-instruct", "logger=none", f"run_dir={tmp_path / 'job'}"]))
     assert _problems(err) == [expected]
-    prepare(job, tmp_path, judge_rl_task(job))  # a dry run checks the config, never the machine it runs on
+    prepare(job, tmp_path, judge_rl_task(job, job_reward(job)))  # a dry run checks the config, never the machine it runs on
 
     eight = ClusterConfig(name="node_8gpu", device="cuda", n_gpus_per_node=8)
     found = {"vllm": None, "flash_attn": None}
@@ -384,7 +384,7 @@ def test_an_explicit_flash_attention_without_flash_attn_fails_the_launch_in_one_
     job = make_job(["cluster=cpu_verl", "model=qwen2.5-7b-instruct",
                     f"+cluster.verl_overrides.{ACTOR_ATTENTION}=flash_attention_2"], run_dir=tmp_path)  # fmt: skip
     with pytest.raises(PreflightError) as err:
-        prepare(job, tmp_path, judge_rl_task(job), launch=True)
+        prepare(job, tmp_path, judge_rl_task(job, job_reward(job)), launch=True)
     (line,) = _problems(err)
     assert line.startswith(f"{ACTOR_ATTENTION}=flash_attention_2 needs flash_attn, which does not import in the job's "
                            "environment (ModuleNotFoundError: No module named 'flash_attn')")

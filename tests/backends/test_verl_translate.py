@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import online_algorithms, CACHE_DIR, CONF_DIR
+from conftest import online_algorithms, CACHE_DIR, CONF_DIR, job_reward
 from omegaconf import OmegaConf
 
 from judge_rl.backends.verl import (
@@ -339,7 +339,7 @@ def test_translation_keeps_verl_namespace_and_judge_rl_hydra_state(data_files, t
             job,
             data_files=data_files,
             reward_module=reward_module_path(),
-            reward_kwargs=judge_reward_kwargs(job),
+            reward_kwargs=judge_reward_kwargs(job, job_reward(job)),
             stages=job.stages,
             experiment_name="x",
             ckpt_dir=tmp_path,

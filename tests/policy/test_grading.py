@@ -16,7 +16,8 @@ from judge_rl.policy.data import Criterion, PolicyPrompt
 from judge_rl.policy.grading import Grader
 from judge_rl.servers.client import AsyncJudgeClient
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, NO_VERDICT, unparseable
-from judge_rl.servers.http import ChatCompletionServer, load_model_config
+from judge_rl.config.paths import load_model_config
+from judge_rl.servers.http import ChatCompletionServer
 
 LOWER = "change_case:english_lowercase"
 PROMPT = PolicyPrompt(

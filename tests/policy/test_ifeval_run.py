@@ -12,7 +12,7 @@ from judge_rl.evaluation.ifeval import make_prompt
 from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.policy.ifeval_run import evaluate_policy, ifeval_entry
 from judge_rl.reports.ifeval_stats import OFFICIAL
-from judge_rl.servers.http import load_model_config
+from judge_rl.config.paths import load_model_config
 
 
 def test_answers_are_saved_and_reused(tmp_path):

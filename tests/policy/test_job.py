@@ -23,7 +23,8 @@ from judge_rl.servers.client import JudgeFailureRateExceeded
 from judge_rl.policy.rewards import NO_VERDICT, unparseable
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.rundir import read_status
-from judge_rl.servers.http import ChatCompletionServer, load_model_config
+from judge_rl.config.paths import load_model_config
+from judge_rl.servers.http import ChatCompletionServer
 
 IFEVAL = REPO_ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
 SECRET = "sk-policy-test-0d1e2f3a4b5c6d7e8f9a"

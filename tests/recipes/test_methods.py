@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import CONF_DIR, compose_config
+from conftest import CONF_DIR, compose_config, job_reward
 
 from judge_rl.jobs.train import run
 from judge_rl.jobs.train import to_job_config
@@ -67,7 +67,7 @@ def test_every_method_runs_on_the_tiny_model_and_writes_what_the_harness_scores(
 
 def test_sft_direct_trains_on_verdict_lines_alone():
     job = to_job_config(compose_config([*TINY, "algorithm=sft_direct", "run_dir=/tmp/x"]))
-    run_ = setup(job, Path("/tmp/x"))
+    run_ = setup(job, Path("/tmp/x"), job_reward(job))
     assert run_.prompt.name == "strength_direct"
     examples = sft_examples(run_.train_items, run_.prompt, 4)
     for ex in examples:
@@ -84,18 +84,18 @@ def test_sft_cot_from_gold_traces_trains_and_is_compared_with_nothing(tmp_path):
 
 def test_bt_rows_carry_the_strength_as_margin_only_when_asked():
     job = to_job_config(compose_config([*TINY, "algorithm=bt", "run_dir=/tmp/x", "algorithm.num_pairs=3"]))
-    rows, too_long = bt_rows(setup(job, Path("/tmp/x")))
+    rows, too_long = bt_rows(setup(job, Path("/tmp/x"), job_reward(job)))
     assert len(rows) == 3 and too_long == 0 and "margin" not in rows[0]
     assert all(r["chosen_ids"] != r["rejected_ids"] for r in rows)
     job = to_job_config(compose_config([*TINY, "algorithm=bt", "run_dir=/tmp/x", "algorithm.margin=true",
                                         "algorithm.max_length=20"]))
     with pytest.raises(ValueError, match="max_length=20"):
-        bt_rows(setup(job, Path("/tmp/x")))
+        bt_rows(setup(job, Path("/tmp/x"), job_reward(job)))
 
 
 def test_the_critic_is_trained_to_reach_the_verdict_it_is_given():
     job = to_job_config(compose_config([*TINY, "algorithm=dpo_critic", "run_dir=/tmp/x"]))
-    run_ = setup(job, Path("/tmp/x"))
+    run_ = setup(job, Path("/tmp/x"), job_reward(job))
     examples = critic_examples(run_, 4)
     for ex in examples:
         given = ex["prompt"][-1]["content"].split("The verdict is given: ")[1].splitlines()[0]
@@ -108,7 +108,7 @@ def test_the_critic_is_trained_to_reach_the_verdict_it_is_given():
 def test_dpo_with_the_sft_term_trains_two_steps_and_its_judge_is_scored(tmp_path):
     """The DPO stage on pairs a critic would write (gold trace vs the same thinking with the other verdict)."""
     job = to_job_config(compose_config([*TINY, "algorithm=dpo_critic", f"run_dir={tmp_path}"]))
-    run_ = setup(job, tmp_path)
+    run_ = setup(job, tmp_path, job_reward(job))
     rows = []
     for it in run_.train_items[:8]:
         wrong = "b" if it.chosen_position == "a" else "a"

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import compose_config
+from conftest import compose_config, job_reward
 
 from judge_rl.jobs.train import run
 from judge_rl.jobs.train import to_job_config
@@ -48,7 +48,7 @@ def test_unlabelled_pairs_get_strengths_from_the_margin_fitted_on_train(bt_model
                  "~data.eval.kwargs.n", "~data.eval.kwargs.seed", "~data.eval.kwargs.split",
                  "~data.eval.kwargs.reference", "~data.eval.kwargs.families", f"data.strength_from={bt_model}"]
     job = to_job_config(compose_config(overrides))
-    r = setup(job, tmp_path / "run")
+    r = setup(job, tmp_path / "run", job_reward(job))
     info = r.results["data"]["strength_from"]
     strengths = Counter(it.pair.strength for it in r.train_items)
     assert set(strengths) == {1, 2, 3} and all(8 <= c <= 12 for c in strengths.values())  # terciles of 30 pairs
@@ -56,7 +56,8 @@ def test_unlabelled_pairs_get_strengths_from_the_margin_fitted_on_train(bt_model
     assert all(p.strength in (1, 2, 3) for p in r.eval_pairs)
     # the edges come from the training split alone: other held-out pairs do not move them
     write_llmbar(held, 9, offset=500)
-    again = setup(to_job_config(compose_config(overrides)), tmp_path / "run2")
+    again_job = to_job_config(compose_config(overrides))
+    again = setup(again_job, tmp_path / "run2", job_reward(again_job))
     assert again.results["data"]["strength_from"]["edges"] == info["edges"]
     # margins are cached per model and pair texts: 30 + 9 pairs, then only the 9 new held-out ones
     cache = list((Path(job.cache_dir).expanduser() / "strength_from").glob("*.jsonl"))

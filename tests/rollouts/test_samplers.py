@@ -20,7 +20,7 @@ from judge_rl.recipes.stages import training_items
 from judge_rl.rewards import build_reward, compute_score
 from judge_rl.rollouts import build_sampler, encode_chat, resolve_rollout_engine, sample_generate
 from judge_rl.rollouts import vllm_engine
-from judge_rl.servers.http import load_model_config
+from judge_rl.config.paths import load_model_config
 from judge_rl.updates.batch import build_batch, shared_prefix_log_probs
 from conftest import CACHE_DIR
 from vllm_support import require_vllm
@@ -47,7 +47,7 @@ CHILD_START = """
 import sys, tempfile, torch
 from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.rollouts import build_sampler
-from judge_rl.servers.http import load_model_config
+from judge_rl.config.paths import load_model_config
 cfg = load_model_config("tiny-random")
 tokenizer = load_tokenizer(cfg, sys.argv[1])
 build_sampler("vllm", load_model(cfg, sys.argv[1], torch.device("cpu"), seed=0), tokenizer)

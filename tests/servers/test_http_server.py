@@ -15,7 +15,8 @@ from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.servers.client import AsyncJudgeClient, JudgeTelemetry, complete_many
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, JudgeFailure
 from judge_rl.policy.rewards.rubric import parse_yesno_reply
-from judge_rl.servers.http import ChatCompletionServer, load_model_config
+from judge_rl.config.paths import load_model_config
+from judge_rl.servers.http import ChatCompletionServer
 
 from conftest import CACHE_DIR
 

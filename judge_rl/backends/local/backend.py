@@ -456,20 +456,40 @@ def sampler_mismatch_metrics(rollout_log_probs: torch.Tensor, actor_log_probs: t
     return out
 
 
+def score_metrics(scores: torch.Tensor) -> dict[str, float]:
+    """verl's names for a step's score statistics (`critic/score/*`, `critic/rewards/mean`), as the local backend and
+    the policy job (judge_rl/policy/backend.py) both log them."""
+    return {
+        "critic/score/mean": scores.mean().item(),
+        "critic/score/max": scores.max().item(),
+        "critic/score/min": scores.min().item(),
+        "critic/score/std": scores.std(unbiased=False).item(),  # judge_rl's: the step's spread (verl logs min/max)
+        "critic/rewards/mean": scores.mean().item(),
+    }
+
+
+def length_metrics(lengths: Any) -> dict[str, float]:
+    """verl's `response_length/mean`, `max` and `min` of the samples' lengths (a tensor or an array)."""
+    return {
+        "response_length/mean": float(lengths.mean()),
+        "response_length/max": float(lengths.max()),
+        "response_length/min": float(lengths.min()),
+    }
+
+
+def clip_ratio_metric(finished: Sequence[bool]) -> dict[str, float]:
+    """verl's `response_length/clip_ratio`: the share of samples cut at the token budget."""
+    return {"response_length/clip_ratio": float(np.mean([not f for f in finished]))}
+
+
 def rollout_metrics(r: ScoredRollouts) -> dict[str, float]:
     """verl's names for score and length statistics, plus the reward's components."""
     lengths = r.batch.response_mask.sum(-1)
     prompt_lengths = r.batch.attention_mask[:, : r.batch.prompt_width].sum(-1).float()
     m = {
-        "critic/score/mean": r.scores.mean().item(),
-        "critic/score/max": r.scores.max().item(),
-        "critic/score/min": r.scores.min().item(),
-        "critic/score/std": r.scores.std(unbiased=False).item(),  # judge_rl's: the step's spread (verl logs min/max)
-        "critic/rewards/mean": r.scores.mean().item(),
-        "response_length/mean": lengths.mean().item(),
-        "response_length/max": lengths.max().item(),
-        "response_length/min": lengths.min().item(),
-        "response_length/clip_ratio": float(np.mean([not f for f in r.finished])),
+        **score_metrics(r.scores),
+        **length_metrics(lengths),
+        **clip_ratio_metric(r.finished),
         "prompt_length/mean": prompt_lengths.mean().item(),
     }
     numeric = {k for k, v in r.rewards[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "score"}

@@ -7,7 +7,7 @@ and export its judge items as verl's RL parquet.
   unresolved_keys(cfg) / missing_keys(cfg)             `${...}` / `???` values left in a config
   export_parquet(pairs, prompt, path, ...)             judge items -> verl RL parquet rows (export.py)
   reward_module_path()                                 the file verl imports `compute_score` from
-  judge_verl_task(job, run_dir)                        what the judge job's reward adds to a launch (export.py)
+  judge_verl_task(job, run_dir, reward)                what the judge job's reward adds to a launch (export.py)
 
 launch.py is the backend registered as `verl` (`train_verl(job, run_dir, task, log)`): it takes any job's RLTask
 (judge_rl/backends/__init__.py), the main job's or the policy job's, translates, validates, preflights and launches.

@@ -135,18 +135,18 @@ def write_rl_parquet(rows: Sequence[dict[str, Any]], path: str | os.PathLike, ex
     return len(rows)
 
 
-def export_job_data(job, out_dir: str | os.PathLike) -> dict[str, str]:
+def export_job_data(job, out_dir: str | os.PathLike, reward) -> dict[str, str]:
     """Export a job's train and held-out splits for verl; returns verl_config's `data_files`.
 
     train: data.train, one balanced order per pair; val: data.eval (first eval.limit pairs), both
-    orders for pairwise prompts, as judge_rl evaluates. Pairs over the prompt budget are not dropped
-    here: the translated config sets data.filter_overlong_prompts, and verl drops them by token count.
+    orders for pairwise prompts, as judge_rl evaluates; judged with `reward`'s prompt. Pairs over the prompt
+    budget are not dropped here: the translated config sets data.filter_overlong_prompts, and verl drops them
+    by token count.
     """
     from judge_rl.data import load_dataset_pairs
     from judge_rl.prompts import get_prompt
-    from judge_rl.rewards import build_reward
 
-    prompt = get_prompt(build_reward(job.reward.name, **job.reward.weights).prompt)
+    prompt = get_prompt(reward.prompt)
     out = Path(out_dir)
     files = {}
     for split, spec, orders in (("train", job.data.train, "balanced"), ("val", job.data.eval, "both")):
@@ -159,13 +159,11 @@ def export_job_data(job, out_dir: str | os.PathLike) -> dict[str, str]:
     return files
 
 
-def judge_reward_kwargs(job) -> dict[str, Any]:
+def judge_reward_kwargs(job, reward) -> dict[str, Any]:
     """reward.custom_reward_function.reward_kwargs of the main (judge) job, {reward_name, **weights}, after checking
-    that its reward means on verl what it means locally (VerlTranslationError otherwise)."""
+    that its reward (`reward`, the job's) means on verl what it means locally (VerlTranslationError otherwise)."""
     from judge_rl.backends.verl.translate import VerlTranslationError
-    from judge_rl.rewards import build_reward
 
-    reward = build_reward(job.reward.name, **job.reward.weights)
     if job.algorithm.group_both_orders:
         raise VerlTranslationError(
             "algorithm.group_both_orders=true puts both orders of a pair in one group; verl groups the samples of "
@@ -180,11 +178,11 @@ def judge_reward_kwargs(job) -> dict[str, Any]:
     return {"reward_name": job.reward.name, **job.reward.weights}
 
 
-def judge_verl_task(job, run_dir: str | os.PathLike):
+def judge_verl_task(job, run_dir: str | os.PathLike, reward):
     """The main job's VerlTask (judge_rl/backends/__init__.py): its pairs exported under <run_dir>/verl/data, the
     reward function judge_rl/rewards/__init__.py:compute_score with the job's reward and weights."""
     from judge_rl.backends import VerlTask
 
-    kwargs = judge_reward_kwargs(job)
-    return VerlTask(data_files=export_job_data(job, Path(run_dir) / "verl" / "data"), reward_module=reward_module_path(),
+    kwargs = judge_reward_kwargs(job, reward)
+    return VerlTask(data_files=export_job_data(job, Path(run_dir) / "verl" / "data", reward), reward_module=reward_module_path(),
                     reward_kwargs=kwargs, stages=tuple(job.stages))  # fmt: skip

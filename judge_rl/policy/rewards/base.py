@@ -84,6 +84,13 @@ class PolicyReward:
     def ok(self) -> bool:
         return self.failure is None
 
+    @property
+    def graded_score(self) -> float:
+        """The score of a graded reward (`ok`); a failed one has none, and asking it for one is a ValueError."""
+        if self.score is None:
+            raise ValueError(f"a failed reward ({self.failure}) has no score")
+        return self.score
+
     @classmethod
     def failed(cls, failure: str | JudgeFailure, components: Mapping[str, float]) -> "PolicyReward":
         return cls(None, failure.reason if isinstance(failure, JudgeFailure) else failure, components)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Mapping, Sequence
 
-from judge_rl.data.pairs import JudgeItem, PreferencePair
+from judge_rl.data.pairs import JudgeItem, Position, PreferencePair
 from judge_rl.policy.data import Message, PolicyPrompt
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.rewards.base import (
@@ -31,8 +31,7 @@ def pairwise_judge_item(prompt: PolicyPrompt, response: str, reference: str, pol
     """The pair shown to a pairwise judge: the policy's answer at `policy_position`, the reference at the
     other. (The pair's `chosen` slot carries the policy's answer, `chosen_position` is where it is shown;
     no preference is implied.)"""
-    if policy_position not in POSITIONS:
-        raise ValueError(f"policy_position must be 'a' or 'b', got {policy_position!r}")
+    position = as_position(policy_position)
     if not isinstance(reference, str) or not reference.strip():
         raise ValueError(f"prompt {prompt.prompt_id!r}: a pairwise judge needs a non-empty reference answer")
     pair = PreferencePair(
@@ -42,7 +41,16 @@ def pairwise_judge_item(prompt: PolicyPrompt, response: str, reference: str, pol
         chosen=response,
         rejected=reference,
     )
-    return JudgeItem(pair, policy_position)  # type: ignore[arg-type]
+    return JudgeItem(pair, position)
+
+
+def as_position(value: str) -> Position:
+    """`value` as a JudgeItem's position, "a" or "b"; anything else is a ValueError."""
+    if value == "a":
+        return "a"
+    if value == "b":
+        return "b"
+    raise ValueError(f"policy_position must be 'a' or 'b', got {value!r}")
 
 
 def _pairwise_prompt(name: str):
