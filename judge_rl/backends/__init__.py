@@ -111,4 +111,17 @@ class RLResult:
 
 Log = Callable[[dict[str, float], int], None]
 
-__all__ = ["BACKENDS", "LaunchJob", "check_cluster", "Log", "RLResult", "RLTask", "VerlTask"]
+
+def train_online(job: LaunchJob, run_dir: Path, task: RLTask, logger: Any) -> RLResult:
+    """A job's online RL on its `cluster.backend`, resuming: the metrics rows logged after the run's last local
+    checkpoint are dropped first (the resumed steps log them again; a row the checkpoint holds but the file lost is
+    written back), then the backend trains `task`. The one launch the main job's recipe (recipes/online_rl.py) and the
+    policy job (policy/job.py) share; `logger`: the job's MetricsLogger (judge_rl/reports/logging.py)."""
+    from judge_rl.backends.local.loop import checkpoint_metrics, latest_checkpoint
+
+    found = latest_checkpoint(Path(run_dir) / "checkpoints")  # verl's are under verl/: it logs its steps again
+    logger.drop_steps_after(found[0] if found else 0, checkpoint_metrics(found[1]) if found else ())
+    return BACKENDS.get(job.cluster.backend)(job, run_dir, task, logger.log)
+
+
+__all__ = ["BACKENDS", "LaunchJob", "check_cluster", "Log", "RLResult", "RLTask", "VerlTask", "train_online"]

@@ -11,7 +11,7 @@ document; `python -m judge_rl.policy` and the tests both call it.
 - the judge: `judge.engine=local` serves the embedded (or a trained: `judge.checkpoint=<run>/rl_model`)
   judge on 127.0.0.1 over the OpenAI chat API, batched; `openai` reaches any endpoint (key from the
   environment); `vllm` uses a running vLLM server or starts one (judge_rl/servers/endpoint.py).
-- RL: `cluster.backend` picks the backend from BACKENDS (judge_rl/backends/) and runs the job's RLTask
+- RL: `train_online` (judge_rl/backends/, shared with the main job) runs the job's RLTask on `cluster.backend`
   (`policy_task`): on the local backend's loop a `PolicyBackend` step, which masks judge failures and stops above
   `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); on verl the task of judge_rl/policy/verl.py.
 - IFEval (judge_rl/policy/ifeval_run.py) before RL, every `ifeval.every` steps, and after; the four
@@ -41,7 +41,7 @@ import torch
 from omegaconf import DictConfig
 
 from judge_rl.config import check_local_machine
-from judge_rl.backends import BACKENDS, RLTask
+from judge_rl.backends import RLTask, train_online
 from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
 from judge_rl.policy.data import PolicyPrompt
 from judge_rl.policy.sources import load_policy_prompts
@@ -149,12 +149,8 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
             console.print(f"judge: {job.judge.name} ({job.judge.engine}) at {client.endpoint}, model {endpoint.model}")
         task = policy_task(job, run_dir, prompts, grader, ifeval_on if ifeval else None,
                            endpoint.base_url if endpoint is not None else None, endpoint.model if endpoint is not None else None)  # fmt: skip
-        from judge_rl.backends.local.loop import checkpoint_metrics, latest_checkpoint
-
-        found = latest_checkpoint(run_dir / "checkpoints")  # verl's are under verl/: it logs its steps again
-        logger.drop_steps_after(found[0] if found else 0, checkpoint_metrics(found[1]) if found else ())
         try:
-            model_dir = BACKENDS.get(job.cluster.backend)(job, run_dir, task, logger.log).model_dir
+            model_dir = train_online(job, run_dir, task, logger).model_dir
         except JudgeFailureRateExceeded as e:  # the stopped step's telemetry and failures stay in metrics.jsonl
             if hasattr(e, "metrics"):
                 logger.log(e.metrics, e.step)

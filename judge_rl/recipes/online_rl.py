@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judge_rl.backends import BACKENDS, RLTask
+from judge_rl.backends import RLTask, train_online
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
-from judge_rl.backends.local.loop import checkpoint_metrics, eval_due, latest_checkpoint
+from judge_rl.backends.local.loop import eval_due
 from judge_rl.config import JobConfig, check_ranges
 from judge_rl.prompts import get_prompt
 from judge_rl.recipes import register_recipe
@@ -97,10 +97,7 @@ def online_rl(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
 
     # online RL from the init (resuming from the last checkpoint of this run directory)
     if "rl" in job.stages:
-        found = latest_checkpoint(run_dir / "checkpoints")
-        run.logger.drop_steps_after(found[0] if found else 0, checkpoint_metrics(found[1]) if found else ())
-        train = BACKENDS.get(job.cluster.backend)
-        rl = train(job, run_dir, judge_rl_task(job, reward, run, init_model, eval_live), run.logger.log)
+        rl = train_online(job, run_dir, judge_rl_task(job, reward, run, init_model, eval_live), run.logger)
         history = run.logger.history()
         run.results["training"]["rl"] = training = {"resumed_from": rl.resumed_from, "steps": len(history)}
         curve = reward_curve(history)
