@@ -17,7 +17,7 @@ rollout, trainer, checkpoints, logger), with the policy's reward instead of the 
                          the API key's environment variable by NAME only); reward manager
                          judge_rl/policy/verl_reward_manager.py:JudgeRewardManager (verl's rate-limited manager,
                          judge failures leave the batch), loaded with `source: importlib`
-  judge.concurrency      reward.num_workers = min(8, concurrency) reward workers, each with
+  judge.concurrency      reward.num_workers = min(8, concurrency) reward workers (1 on cluster.device=cpu), each with
                          reward.max_concurrent = ceil(concurrency / workers) samples and as many judge calls
                          in flight (the client's cap per process): about `concurrency` calls in all
   judge timeouts         reward.timeout = max(300, 4 x the client's worst case for one call) per sample; a sample
@@ -26,7 +26,7 @@ rollout, trainer, checkpoints, logger), with the policy's reward instead of the 
                          samples (verl_reward_manager.py; trainer.use_v1=true). drop_group is refused: verl 0.9.1
                          cannot drop a group left with fewer than min_group_size graded samples. A group with
                          no graded sample is replaced by a fresh prompt, at most 4 x prompts_per_step a step, then
-                         the run stops (verl_sampler.py: trainer.v1.sampler.custom_sampler); the local backend
+                         the run stops (judge_rl/backends/verl/sampler.py, for every verl job); the local backend
                          masks such a step instead
   validation             none (trainer.val_before_train=false, test_freq=-1): the job measures the policy on
                          IFEval itself; verl still builds a loader from data.val_files, a small held-out split
@@ -72,6 +72,10 @@ ABILITY = "instruction_following"
 VAL_PROMPTS = 16
 EXTRA_INFO = {"index": "int64", "prompt_id": "string", "reward_name": "string", "split": "string"}
 VERL_REWARD_WORKERS = 8  # verl's default reward.num_workers
+# cluster.device=cpu: one reward worker. Each is a Python process of ~0.7 GB, and its judge calls are async HTTP, so one
+# keeps judge.concurrency calls in flight; 8 of them put the tiny policy job at 21 of 23 GB on a 24 GB machine, where
+# Ray's memory monitor (95%) starts killing workers and every rollout group of a step fails
+CPU_REWARD_WORKERS = 1
 RULE_FUNCTION = "rule_compute_score"
 
 
@@ -142,9 +146,10 @@ def planned_judge_base_url(judge: RewardJudgeConfig) -> str:
     return judge.base_url or f"http://127.0.0.1:{judge.port or PORT_BASE}/v1"
 
 
-def reward_workers(judge: RewardJudgeConfig) -> tuple[int, int]:
-    """(reward.num_workers, judge calls in flight per worker): about judge.concurrency calls in all."""
-    workers = max(1, min(VERL_REWARD_WORKERS, judge.concurrency))
+def reward_workers(judge: RewardJudgeConfig, device: str) -> tuple[int, int]:
+    """(reward.num_workers, judge calls in flight per worker): about judge.concurrency calls in all; one worker on
+    cluster.device=cpu (CPU_REWARD_WORKERS)."""
+    workers = max(1, min(CPU_REWARD_WORKERS if device == "cpu" else VERL_REWARD_WORKERS, judge.concurrency))
     return workers, math.ceil(judge.concurrency / workers)
 
 
@@ -183,10 +188,9 @@ def policy_reward_keys(job: PolicyJobConfig, judge_base_url: str | None, judge_m
     """The verl keys the policy's reward sets besides reward_kwargs (module docstring)."""
     if not needs_judge(job):
         return {"reward.custom_reward_function.name": RULE_FUNCTION}
-    from judge_rl.policy import verl_sampler
     from judge_rl.policy.verl_reward_manager import MANAGER_NAME, MODULE_PATH
 
-    workers, per_worker = reward_workers(job.judge)
+    workers, per_worker = reward_workers(job.judge, job.cluster.device)
     return {
         "reward.reward_manager.source": "importlib",
         "reward.reward_manager.name": MANAGER_NAME,
@@ -194,14 +198,8 @@ def policy_reward_keys(job: PolicyJobConfig, judge_base_url: str | None, judge_m
         "reward.num_workers": workers,
         "reward.max_concurrent": per_worker,
         "reward.timeout": reward_timeout(job.judge),
-        # the v1 trainer drops a sample whose reward raised (verl_reward_manager.py); the v0 one would crash
-        "trainer.use_v1": True,
-        # a group with no graded sample is replaced by a fresh prompt, at most 4 x a step's prompts (verl_sampler.py);
-        # verl's own switch also makes its dataloader fetch one prompt at a time (data.gen_batch_size=1), as refills need
-        "trainer.v1.sampler.sync_refill_failed_groups": True,
-        "trainer.v1.sampler.custom_sampler.path": verl_sampler.MODULE_PATH,
-        "trainer.v1.sampler.custom_sampler.name": verl_sampler.CLASS_NAME,
-        f"trainer.v1.sampler.sampler_kwargs.{verl_sampler.REFILLS_KEY}": 4 * job.trainer.prompts_per_step,
+        # trainer.use_v1 (a sample whose reward raised leaves the batch; the v0 trainer would crash) and the replay
+        # buffer that refills a group with no graded sample are set for every job (translate.refill_values)
     }
 
 
@@ -229,7 +227,7 @@ def policy_verl_task(job: PolicyJobConfig, run_dir: Path, judge_base_url: str | 
             "group left with fewer than judge_failure.min_group_size graded samples cannot be dropped; use "
             "judge_failure.mode=mask, or the local backend (cluster=local)"
         )
-    _, per_worker = reward_workers(job.judge)
+    _, per_worker = reward_workers(job.judge, job.cluster.device)
     return VerlTask(
         data_files=export_policy_data(job, Path(run_dir) / "verl" / "data"),
         reward_module=reward_module_file(),

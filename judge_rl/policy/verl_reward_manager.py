@@ -27,7 +27,7 @@ caps the samples graded at once per reward worker (`reward.max_concurrent`) and 
    only; the batch is then padded with no-op samples whose response_mask is 0 (no PPO, entropy or KL loss) and
    which the metrics skip (`padding_utils.upsample_batch_to_divisible_size`). That is judge_failure.mode=mask
    (one difference: verl's GRPO gives a group left with a single graded sample that sample's raw score as its
-   advantage, not 0). A group whose samples all failed has no trajectory: judge_rl/policy/verl_sampler.py replaces
+   advantage, not 0). A group whose samples all failed has no trajectory: judge_rl/backends/verl/sampler.py replaces
    it with a fresh prompt (verl's `sync_refill_failed_groups`), at most a bounded number a step.
    mode=drop_group has no verl counterpart (a group left with fewer than min_group_size graded samples cannot be
    dropped): the translation refuses it. In validation a failed sample is likewise absent from the reward means.
@@ -45,7 +45,7 @@ Not possible from a reward manager in verl 0.9.1 (verified in its source):
 - Stopping the run above `judge_failure.max_failure_rate`. Any exception raised in `run_single` is caught by the
   agent loop as that sample's failure (2.), so it cannot stop training; the advantage computation (the only
   place that sees a whole step) runs in verl's TaskRunner actor and reads only uid, response_mask and rm_scores.
-  A judge that fails every call stops the run through the replay buffer instead (verl_sampler.py: more groups of
+  A judge that fails every call stops the run through the replay buffer instead (judge_rl/backends/verl/sampler.py: more groups of
   one step with no graded sample than its bound); the failures are in the logs (one line each) and these counts.
 """
 

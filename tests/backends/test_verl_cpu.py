@@ -7,10 +7,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -105,12 +107,39 @@ def _metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+_RAY_PREFIX = re.compile(r"^(\x1b\[[0-9;]*m)?\([^)]*pid=\d+[^)]*\)(\x1b\[[0-9;]*m)?\s?")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failed|Dead)\w*(\([\w.]+\))?(:.*)?$")
+
+
 def _rollout_errors(log: str, lines_after: int = 25) -> str:
-    """The agent loop's own error reports (verl logs each failed rollout group in its Ray worker, far above the
-    console's last lines): what a failed step's `no materializable trajectories` came from."""
-    lines = log.splitlines()
+    """Why a verl job failed, first line first (CI shows a failure message's head and tail): the exception each of
+    the agent loop's error reports ended in, counted (verl logs each failed rollout in its Ray worker, far above the
+    console's last lines: what a failed step's `no materializable trajectories` came from), the machine's memory,
+    then the first report."""
+    lines = [_RAY_PREFIX.sub("", line) for line in log.splitlines()]
     hits = [i for i, line in enumerate(lines) if "Error in _run_prompt" in line]
-    return "\n".join("\n".join(lines[i:i + lines_after]) for i in hits[:3]) + ("\n...\n" if hits else "")
+    causes: Counter[str] = Counter()
+    for n, i in enumerate(hits):
+        end = hits[n + 1] if n + 1 < len(hits) else min(len(lines), i + 400)
+        found = [line.strip() for line in lines[i + 1:end] if _EXCEPTION_LINE.match(line.strip())]
+        causes[(found[-1] if found else "(no exception line)")[:300]] += 1
+    head = f"rollout failures: {len(hits)}" + "".join(f"\n  {k} x {c}" for c, k in causes.most_common(4))
+    first = "\n".join(lines[hits[0]:hits[0] + lines_after]) + "\n...\n" if hits else ""
+    return f"{head}\n{_machine_state()}\n{first}"
+
+
+def _machine_state() -> str:
+    """Memory, /dev/shm and the kernel's or Ray's out-of-memory kills, in a few lines: a job that failed on a
+    machine with less to spare than this one says so."""
+    import psutil
+
+    vm, shm = psutil.virtual_memory(), psutil.disk_usage("/dev/shm")
+    state = (f"memory: {vm.used >> 20} MiB used, {vm.available >> 20} MiB available of {vm.total >> 20} MiB; "
+             f"/dev/shm {shm.used >> 20} of {shm.total >> 20} MiB used; {os.cpu_count()} CPUs")  # fmt: skip
+    raylets = [*Path("/tmp").glob("ray/session_latest/logs/raylet.out"), *Path("/tmp").glob("*/ray/session_latest/logs/raylet.out")]
+    kills = [line for path in raylets if path.is_file()
+             for line in path.read_text(errors="ignore").splitlines() if "memory" in line.lower() and "kill" in line.lower()]
+    return state + "".join(f"\n  ray: {line[:300]}" for line in kills[-3:])
 
 
 # secret values in the job's environment: none may reach a file the job, verl, Ray or W&B writes, nor the console
@@ -180,7 +209,8 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
         deadline = time.monotonic() + 900
         while not step_2_done() and first.poll() is None and time.monotonic() < deadline:
             time.sleep(2)
-        assert first.poll() is None, (tmp_path / "launch1.log").read_text()[-3000:]
+        launch1 = (tmp_path / "launch1.log").read_text(errors="ignore")
+        assert first.poll() is None, _rollout_errors(launch1) + launch1[-3000:]
         job = _job_processes(tag)
         ray_workers = [environ for _, cmdline, environ in job if " ".join(cmdline).startswith("ray::")]
         assert len(job) > 5 and ray_workers, [cmdline[:3] for _, cmdline, _ in job]
@@ -254,12 +284,13 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
 @pytest.mark.skipif(not _vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
     # verl's reward loop calls judge_rl's async compute_score in its reward workers, which grade over HTTP with the
-    # judge the job serves; the untrained judge's replies are often truncated: those samples must leave the batch
-    # (JudgeSampleFailed), never score 0
+    # judge the job serves; the untrained judge often writes no verdict: those samples must leave the batch
+    # (JudgeSampleFailed), never score 0. 32 judge tokens, not policy_debug's 8: at 8 nearly 3 in 4 samples failed
+    # (most replies cut short), whole groups with them, and a step could run out of refills (sampler.py)
     run_dir = tmp_path / "policy"
     out = subprocess.run(
         [sys.executable, "-m", "judge_rl.policy", "cluster=cpu_verl", "policy_debug=tiny", "model=smollm2-135m",
-         "judge.model=smollm2-135m", f"run_dir={run_dir}"],
+         "judge.model=smollm2-135m", "judge.max_tokens=32", f"run_dir={run_dir}"],
         cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"}, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     log = out.stdout + out.stderr

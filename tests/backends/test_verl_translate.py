@@ -239,6 +239,18 @@ def test_stages_map_to_verl_validation(translate):
     assert cfg.trainer.val_before_train is False and cfg.trainer.test_freq == -1
 
 
+def test_every_job_refills_a_failed_rollout_group_within_a_bound(translate):
+    # a step whose groups all failed ended verl's run ("no materializable trajectories"): every job gets the buffer
+    job, cfg = translate([HUB, "trainer.prompts_per_step=3"])
+    sampler = cfg.trainer.v1.sampler
+    assert cfg.trainer.use_v1 is True and sampler.sync_refill_failed_groups is True
+    assert (sampler.custom_sampler.path, sampler.custom_sampler.name) == ("pkg://judge_rl.backends.verl.sampler",
+                                                                          "RefillingReplayBuffer")
+    assert sampler.sampler_kwargs.max_failed_group_refills == 4 * 3
+    assert_clean(cfg)
+    validate(cfg)
+
+
 def test_wandb_logger(translate):
     _, cfg = translate([HUB, "logger=wandb"])
     assert cfg.trainer.logger == ["console", "file", "wandb"]

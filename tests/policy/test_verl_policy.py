@@ -82,34 +82,17 @@ def test_the_default_policy_config_passes_verls_checks_with_the_judge_reward_man
     assert cfg.data.train_batch_size == job.trainer.prompts_per_step == 2
     assert cfg.data.max_response_length == job.trainer.max_new_tokens == 12
     sampler = cfg.trainer.v1.sampler
-    assert (sampler.custom_sampler.path, sampler.custom_sampler.name) == ("pkg://judge_rl.policy.verl_sampler",
-                                                                          "JudgeFailureReplayBuffer")
+    assert (sampler.custom_sampler.path, sampler.custom_sampler.name) == ("pkg://judge_rl.backends.verl.sampler",
+                                                                          "RefillingReplayBuffer")
     assert sampler.sampler_kwargs.max_failed_group_refills == 4 * 2 and sampler.sync_refill_failed_groups is True
 
 
-def test_a_step_whose_groups_all_failed_is_refilled_within_a_bound_then_stops():
-    """verl builds the custom sampler as `_build_replay_buffer` does (its loader, only the base arguments and
-    refill_fn): failed groups are refilled through verl's trainer hook, at most the bound a step, then one line."""
-    from omegaconf import OmegaConf
-    from verl.utils.import_utils import load_extern_type
-
-    from judge_rl.policy import verl_sampler
-
-    cls = load_extern_type(verl_sampler.MODULE_PATH, verl_sampler.CLASS_NAME)
-    asked: list[int] = []
-    buffer = cls(trainer_mode="sync", trainer_config=OmegaConf.create({}), max_off_policy_threshold=8,
-                 max_off_policy_strategy="drop", sampler_kwargs=OmegaConf.create({"max_failed_group_refills": 3}),
-                 refill_fn=asked.append)  # fmt: skip
-    assert buffer.sync_refill_failed_groups is True and buffer.gen_batch_size == 1
-    buffer.refill_fn(2)
-    buffer.refill_fn(1)
-    assert asked == [2, 1]
-    with pytest.raises(verl_sampler.StepGroupsFailed, match="4 rollout groups of this step had no sample the judge"):
-        buffer.refill_fn(1)
-    assert asked == [2, 1]  # nothing more was generated
-    with pytest.raises(ValueError, match="max_failed_group_refills must be >= 1"):
-        cls(trainer_mode="sync", trainer_config=OmegaConf.create({}), max_off_policy_threshold=8,
-            max_off_policy_strategy="drop", sampler_kwargs=OmegaConf.create({}), refill_fn=asked.append)
+def test_on_a_cpu_cluster_one_reward_worker_keeps_every_judge_call_in_flight(tmp_path):
+    # 8 reward workers of ~0.7 GB each took the tiny policy job to 21 of 23 GB, near Ray's memory monitor's 95%
+    job = compose_policy([*TINY, "cluster=cpu_verl"], tmp_path)
+    cfg, _ = translate(job, tmp_path)
+    assert (cfg.reward.num_workers, cfg.reward.max_concurrent) == (1, job.judge.concurrency) == (1, 32)
+    assert cfg.reward.custom_reward_function.reward_kwargs.judge_concurrency == 32
 
 
 def test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key(tmp_path, monkeypatch):

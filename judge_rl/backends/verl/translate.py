@@ -352,6 +352,9 @@ def _job_values(
         # "file": verl's FileLogger writes every step's metrics to $VERL_FILE_LOGGER_PATH (set per launch),
         # which judge_rl reads back into the run's metrics.jsonl and results
         "trainer.logger": ["console", "file", "wandb"] if job.logger.name == "wandb" else ["console", "file"],
+        # a rollout group none of whose samples finished (its generation or its reward raised) is replaced by a fresh
+        # prompt, at most REFILLS_PER_PROMPT x a step's prompts a step, then the run stops in one line (sampler.py)
+        **refill_values(t.prompts_per_step),
     }
     if critic:
         values.update(
@@ -364,6 +367,21 @@ def _job_values(
             }
         )
     return values
+
+
+def refill_values(prompts_per_step: int) -> dict[str, Any]:
+    """verl's v1 trainer with judge_rl's replay buffer (judge_rl/backends/verl/sampler.py): failed rollout groups
+    refilled, a bounded number a step. verl's own switch also makes its dataloader fetch one prompt at a time
+    (data.gen_batch_size=1), as refills need."""
+    from judge_rl.backends.verl import sampler  # imports verl's trainer: only when a config is built
+
+    return {
+        "trainer.use_v1": True,
+        "trainer.v1.sampler.sync_refill_failed_groups": True,
+        "trainer.v1.sampler.custom_sampler.path": sampler.MODULE_PATH,
+        "trainer.v1.sampler.custom_sampler.name": sampler.CLASS_NAME,
+        f"trainer.v1.sampler.sampler_kwargs.{sampler.REFILLS_KEY}": sampler.REFILLS_PER_PROMPT * prompts_per_step,
+    }
 
 
 def verl_critic_warmup(warmup_steps: int) -> int:
