@@ -498,70 +498,53 @@ def parse_skywork_preference(record: dict[str, Any]) -> _Parsed:
 # --------------------------------------------------------------------------- registered loaders
 
 
-@DATASETS.register("hh_rlhf")
-def load_hh_rlhf(
-    path: str | Path,
-    *,
-    split: str = "test",
-    limit: int | None = None,
-    on_error: OnError = "raise",
-    source: str | None = None,
-    hub_kwargs: dict[str, Any] | None = None,
-) -> LoadedPairs:
-    """Anthropic HH-RLHF (`chosen`/`rejected` transcripts); source "hh-rlhf/<stem>"; no strength."""
-    return _load(path, parse_hh_rlhf, dataset="hh-rlhf", split=split, limit=limit, on_error=on_error,
-                 source=source, hub_kwargs=hub_kwargs)
+def register_format(name: str, parse: Callable[[dict[str, Any]], _Parsed], dataset: str, split: str, doc: str,
+                    keep_rows: Callable[[str | None], Callable[[dict[str, Any]], bool] | None] | None = None) -> Loader:
+    """Register the loader of one published file format as `name`: `parse` reads a row, `dataset` names the default
+    source ("<dataset>/<stem>"), `split` is the hub split by default. `keep_rows(row_split)`, where given, adds the
+    argument `row_split` and returns the filter of the rows kept (others are passed over, not malformed). The
+    loader's signature is the module docstring's, which `check_loader_kwargs` reads."""
+    if keep_rows is None:
+
+        def load(path: str | Path, *, split: str = split, limit: int | None = None, on_error: OnError = "raise",
+                 source: str | None = None, hub_kwargs: dict[str, Any] | None = None) -> LoadedPairs:  # fmt: skip
+            return _load(path, parse, dataset=dataset, split=split, limit=limit, on_error=on_error, source=source,
+                         hub_kwargs=hub_kwargs)  # fmt: skip
+    else:
+        filter_rows = keep_rows
+
+        def load(path: str | Path, *, split: str = split, row_split: str | None = None, limit: int | None = None,
+                 on_error: OnError = "raise", source: str | None = None,
+                 hub_kwargs: dict[str, Any] | None = None) -> LoadedPairs:  # fmt: skip
+            return _load(path, parse, dataset=dataset, split=split, limit=limit, on_error=on_error, source=source,
+                         hub_kwargs=hub_kwargs, keep=filter_rows(row_split))  # fmt: skip
+
+    load.__name__ = load.__qualname__ = f"load_{name}"
+    load.__doc__ = doc
+    return DATASETS.register(name)(load)
 
 
-@DATASETS.register("llmbar")
-def load_llmbar(
-    path: str | Path,
-    *,
-    split: str = "test",
-    limit: int | None = None,
-    on_error: OnError = "raise",
-    source: str | None = None,
-    hub_kwargs: dict[str, Any] | None = None,
-) -> LoadedPairs:
-    """LLMBar-format files (also MT-Bench-human, FairEval, LLMEval^2); source "llmbar/<stem>"."""
-    return _load(path, parse_llmbar, dataset="llmbar", split=split, limit=limit, on_error=on_error,
-                 source=source, hub_kwargs=hub_kwargs)
+def _split_field(row_split: str | None) -> Callable[[dict[str, Any]], bool] | None:
+    """Rows whose own "split" field equals `row_split` (None: every row)."""
+    return None if row_split is None else (lambda record: record.get("split") == row_split)
 
 
-@DATASETS.register("helpsteer2_preference")
-def load_helpsteer2_preference(
-    path: str | Path,
-    *,
-    split: str = "train",
-    row_split: str | None = None,
-    limit: int | None = None,
-    on_error: OnError = "raise",
-    source: str | None = None,
-    hub_kwargs: dict[str, Any] | None = None,
-) -> LoadedPairs:
+load_hh_rlhf = register_format(
+    "hh_rlhf", parse_hh_rlhf, "hh-rlhf", "test",
+    """Anthropic HH-RLHF (`chosen`/`rejected` transcripts); source "hh-rlhf/<stem>"; no strength.""")
+load_llmbar = register_format(
+    "llmbar", parse_llmbar, "llmbar", "test",
+    """LLMBar-format files (also MT-Bench-human, FairEval, LLMEval^2); source "llmbar/<stem>".""")
+load_helpsteer2_preference = register_format(
+    "helpsteer2_preference", parse_helpsteer2_preference, "helpsteer2", "train",
     """HelpSteer2 preference annotations; source "helpsteer2/<stem>"; strength 1..3.
 
     row_split: keep only rows whose own "split" field equals it (the published file mixes "train"
-    and "val" rows in one file); other rows are passed over, not counted as malformed.
-    """
-    keep = None if row_split is None else (lambda record: record.get("split") == row_split)
-    return _load(path, parse_helpsteer2_preference, dataset="helpsteer2", split=split, limit=limit,
-                 on_error=on_error, source=source, hub_kwargs=hub_kwargs, keep=keep)
-
-
-@DATASETS.register("skywork_preference")
-def load_skywork_preference(
-    path: str | Path,
-    *,
-    split: str = "train",
-    limit: int | None = None,
-    on_error: OnError = "raise",
-    source: str | None = None,
-    hub_kwargs: dict[str, Any] | None = None,
-) -> LoadedPairs:
-    """Skywork-Reward-Preference-80K (chat-message lists); source "skywork/<stem>"; no strength."""
-    return _load(path, parse_skywork_preference, dataset="skywork", split=split, limit=limit,
-                 on_error=on_error, source=source, hub_kwargs=hub_kwargs)
+    and "val" rows in one file); other rows are passed over, not counted as malformed.""",
+    keep_rows=_split_field)
+load_skywork_preference = register_format(
+    "skywork_preference", parse_skywork_preference, "skywork", "train",
+    """Skywork-Reward-Preference-80K (chat-message lists); source "skywork/<stem>"; no strength.""")
 
 
 @DATASETS.register("synthetic")
