@@ -9,7 +9,9 @@
     judge-rl report <dirs> [flags]  python -m judge_rl.report   tables and charts of runs and sweeps
 
 A Hydra override always has `=` in it (or starts with `~`, `+` or `-`), so a bare first word names an app; one
-that names none fails in one line listing the apps. Each app's module is imported only when it runs.
+that names none fails in one line listing the apps. Each app's module is imported only when it runs. The apps' own
+entry modules (`python -m judge_rl.eval`, `.policy`, `.curate`) call `main` with their word: HYDRA_APPS is the one
+table of apps.
 """
 
 from __future__ import annotations

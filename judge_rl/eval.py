@@ -6,8 +6,9 @@
     python -m judge_rl.eval -m benchmark=llmbar_natural,mt_bench_human,faireval
 """
 
-from judge_rl.jobs.evaluate import run_eval
-from judge_rl.jobs.shell import hydra_app
+import sys
+
+from judge_rl.__main__ import main  # the app table: module, function and config of `judge-rl eval`
 
 if __name__ == "__main__":
-    hydra_app("evaluate", run_eval)
+    sys.exit(main(["eval", *sys.argv[1:]]))

@@ -1,7 +1,8 @@
 """`python -m judge_rl.curate [overrides]`: curate a LIMJ-style SFT init set (judge_rl/curate/job.py)."""
 
-from judge_rl.curate.job import run_curate
-from judge_rl.jobs.shell import hydra_app
+import sys
+
+from judge_rl.__main__ import main  # the app table: module, function and config of `judge-rl curate`
 
 if __name__ == "__main__":
-    hydra_app("curate", run_curate)
+    sys.exit(main(["curate", *sys.argv[1:]]))

@@ -1,7 +1,8 @@
 """`python -m judge_rl.policy [overrides]`: train a policy graded by an LLM judge (judge_rl/policy/job.py)."""
 
-from judge_rl.jobs.shell import hydra_app
-from judge_rl.policy.job import run
+import sys
+
+from judge_rl.__main__ import main  # the app table: module, function and config of `judge-rl policy`
 
 if __name__ == "__main__":
-    hydra_app("policy", run)
+    sys.exit(main(["policy", *sys.argv[1:]]))
