@@ -105,7 +105,7 @@ def check_device(value: str, key: str) -> None:
     `key`. Whether this machine has the device is checked when the job starts (`check_local_machine`: a config for a
     GPU composes and validates anywhere)."""
     if value not in DEVICES:
-        raise ValueError(f"{key}={value!r}: expected auto, cpu or cuda")
+        raise ValueError(f"{key}={value!r}: expected {', '.join(DEVICES[:-1])} or {DEVICES[-1]}")
 
 
 def check_local_machine(cluster: Any) -> None:

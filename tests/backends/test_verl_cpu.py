@@ -111,11 +111,11 @@ _RAY_PREFIX = re.compile(r"^(\x1b\[[0-9;]*m)?\([^)]*pid=\d+[^)]*\)(\x1b\[[0-9;]*
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failed|Dead)\w*(\([\w.]+\))?(:.*)?$")
 
 
-def _rollout_errors(log: str, lines_after: int = 25) -> str:
+def _rollout_errors(log: str, ray_tmp: Path, lines_after: int = 25) -> str:
     """Why a verl job failed, first line first (CI shows a failure message's head and tail): the exception each of
     the agent loop's error reports ended in, counted (verl logs each failed rollout in its Ray worker, far above the
-    console's last lines: what a failed step's `no materializable trajectories` came from), the machine's memory,
-    then the first report."""
+    console's last lines: what a failed step's `no materializable trajectories` came from), the machine's memory
+    and the job's Ray session (under `ray_tmp`, its RAY_TMPDIR), then the first report."""
     lines = [_RAY_PREFIX.sub("", line) for line in log.splitlines()]
     hits = [i for i, line in enumerate(lines) if "Error in _run_prompt" in line]
     causes: Counter[str] = Counter()
@@ -125,20 +125,20 @@ def _rollout_errors(log: str, lines_after: int = 25) -> str:
         causes[(found[-1] if found else "(no exception line)")[:300]] += 1
     head = f"rollout failures: {len(hits)}" + "".join(f"\n  {k} x {c}" for c, k in causes.most_common(4))
     first = "\n".join(lines[hits[0]:hits[0] + lines_after]) + "\n...\n" if hits else ""
-    return f"{head}\n{_machine_state()}\n{first}"
+    return f"{head}\n{_machine_state(ray_tmp)}\n{first}"
 
 
-def _machine_state() -> str:
-    """Memory, /dev/shm and the kernel's or Ray's out-of-memory kills, in a few lines: a job that failed on a
-    machine with less to spare than this one says so."""
+def _machine_state(ray_tmp: Path) -> str:
+    """Memory, /dev/shm and the out-of-memory kills in the raylet log of the job's Ray session (under `ray_tmp`), in
+    a few lines: a job that failed on a machine with less to spare than this one says so."""
     import psutil
 
     vm, shm = psutil.virtual_memory(), psutil.disk_usage("/dev/shm")
     state = (f"memory: {vm.used >> 20} MiB used, {vm.available >> 20} MiB available of {vm.total >> 20} MiB; "
              f"/dev/shm {shm.used >> 20} of {shm.total >> 20} MiB used; {os.cpu_count()} CPUs")  # fmt: skip
-    raylets = [*Path("/tmp").glob("ray/session_latest/logs/raylet.out"), *Path("/tmp").glob("*/ray/session_latest/logs/raylet.out")]
-    kills = [line for path in raylets if path.is_file()
-             for line in path.read_text(errors="ignore").splitlines() if "memory" in line.lower() and "kill" in line.lower()]
+    raylet = ray_tmp / "ray" / "session_latest" / "logs" / "raylet.out"
+    lines = raylet.read_text(errors="ignore").splitlines() if raylet.is_file() else []
+    kills = [line for line in lines if "memory" in line.lower() and "kill" in line.lower()]
     return state + "".join(f"\n  ray: {line[:300]}" for line in kills[-3:])
 
 
@@ -210,7 +210,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
         while not step_2_done() and first.poll() is None and time.monotonic() < deadline:
             time.sleep(2)
         launch1 = (tmp_path / "launch1.log").read_text(errors="ignore")
-        assert first.poll() is None, _rollout_errors(launch1) + launch1[-3000:]
+        assert first.poll() is None, _rollout_errors(launch1, scratch) + launch1[-3000:]
         job = _job_processes(tag)
         ray_workers = [environ for _, cmdline, environ in job if " ".join(cmdline).startswith("ray::")]
         assert len(job) > 5 and ray_workers, [cmdline[:3] for _, cmdline, _ in job]
@@ -241,7 +241,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
         second = subprocess.run(command, cwd=launch_dir, env=env, capture_output=True, text=True, timeout=1200)
         console_out = second.stdout + second.stderr
         (tmp_path / "launch2.log").write_text(console_out)
-        assert second.returncode == 0, _rollout_errors(console_out) + console_out[-4000:]
+        assert second.returncode == 0, _rollout_errors(console_out, scratch) + console_out[-4000:]
         assert not _job_processes(tag)
 
         # no secret value anywhere: the run dir (verl's W&B run and the job's own), Ray's session logs (where verl
@@ -294,7 +294,7 @@ def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
         cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"}, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     log = out.stdout + out.stderr
-    assert out.returncode == 0, _rollout_errors(log) + log[-4000:]
+    assert out.returncode == 0, _rollout_errors(log, Path("/tmp")) + log[-4000:]  # Ray's default temp dir
     assert [m["step"] for m in _metrics(run_dir)] == [1, 2]
     assert "the sample leaves the batch" in log and "Failed to deserialize exception" not in log
     results = json.loads((run_dir / "results.json").read_text())
