@@ -22,6 +22,14 @@ os.environ.setdefault("JUDGE_RL_OUTPUTS", str(_SCRATCH / "outputs"))
 os.environ.setdefault("JUDGE_RL_MULTIRUN", str(_SCRATCH / "multirun"))
 
 
+def pytest_sessionstart(session):
+    """Tests that build vLLM engines in this process do not start through an app, which would remove compiled
+    kernels a killed process left half-written (judge_rl/kernel_cache.py): remove them here once."""
+    from judge_rl.kernel_cache import drop_truncated_kernels
+
+    drop_truncated_kernels()
+
+
 def online_algorithms() -> list[str]:
     """The `algorithm=` options that train by online RL (recipe online_rl: the ones verl and the local backend
     run); the other methods are tested in tests/recipes/test_methods.py."""

@@ -18,6 +18,8 @@
 - A sweep whose points read an environment variable that is not set (`${oc.env:JUDGE_RL_LADDER}` in
   conf/reward_judge/ladder_*.yaml) fails before any point runs, with one line saying what to set and which sweep
   makes the directory it names (`SweepReport.on_multirun_start`, `missing_sweep_env`).
+- Compiled kernels a killed process left half-written in torch's shared cache are removed as an app starts
+  (judge_rl/kernel_cache.py): one would otherwise fail every later run that compiles it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from judge_rl import stopping
+from judge_rl.kernel_cache import drop_truncated_kernels
 from judge_rl.config.paths import CONF_DIR, REPO_ROOT, set_repo_root_env
 from judge_rl.rundir import STATUS_FILE, one_line, read_status, write_status
 from judge_rl.reports.logging import hydra_context
@@ -65,6 +68,7 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
     @functools.wraps(run_fn)
     def task(cfg: DictConfig) -> Any:
         stopping.install()  # again here: a launcher (submitit on SLURM) runs this in a process of its own
+        drop_truncated_kernels()  # a kill -9 mid-compile must not break every later run on this machine
         try:
             return run_fn(cfg)
         except stopping.Terminated:  # status.json already says interrupted (rundir.claim_run_dir)
