@@ -30,6 +30,16 @@ def pytest_sessionstart(session):
     drop_truncated_kernels()
 
 
+@pytest.fixture
+def drops_half_built_kernels():
+    """For a test that kill -9s a process which may be compiling (vLLM, verl, a training run): afterwards, the kernels
+    it left half-written are removed, so the tests after it in this session do not load them."""
+    yield
+    from judge_rl.kernel_cache import drop_truncated_kernels
+
+    drop_truncated_kernels()
+
+
 def online_algorithms() -> list[str]:
     """The `algorithm=` options that train by online RL (recipe online_rl: the ones verl and the local backend
     run); the other methods are tested in tests/recipes/test_methods.py."""

@@ -174,6 +174,7 @@ def _files_holding(roots: list[Path], values: list[str]) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
+@pytest.mark.usefixtures("drops_half_built_kernels")
 def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_merges_and_is_evaluated(tmp_path):
     """One real verl job, killed with kill -9 after step 2 and re-run. On the main of issue 36: the verl process and
     ~30 Ray/vLLM processes outlived the kill with the run dir's lock free and wrote global_step_3; the W&B key was in

@@ -142,6 +142,7 @@ def _pids(run_dir, job) -> list[int]:
     return [int(p) for p in (run_dir / "pids").read_text().split()]
 
 
+@pytest.mark.usefixtures("drops_half_built_kernels")
 def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_lock_until_then(tmp_path):
     """On the main of issue 36 a kill -9 of the job left verl's process (re-parented to init) and its Ray and vLLM
     processes training, with the run dir's lock free: they wrote the next checkpoint into it. Ray puts each worker

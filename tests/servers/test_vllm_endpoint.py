@@ -169,6 +169,7 @@ def test_leaving_the_endpoint_stops_vllm_and_frees_the_port(served):
         httpx.get(f"{endpoint.base_url}/models", timeout=5)
 
 
+@pytest.mark.usefixtures("drops_half_built_kernels")
 def test_a_server_killed_mid_run_fails_the_calls_and_leaves_nothing_behind(tmp_path):
     require_vllm()
     served = start(vllm_judge(free_port()), tmp_path)
@@ -229,6 +230,7 @@ with judge_endpoint(cfg, {cache!r}, log_dir={log!r}) as endpoint:
 """
 
 
+@pytest.mark.usefixtures("drops_half_built_kernels")
 def test_a_job_killed_by_sigkill_leaves_no_vllm_process_and_frees_the_port(tmp_path):
     """kill -9 of a process that serves the vLLM judge as the policy job does (issue 36): `vllm serve`, its engine
     process (VLLM::EngineCore, which does not watch the API server) and every other process of the server are gone
