@@ -2,6 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
+# pytest-xdist workers for `make test` (the tests that start vLLM, served judges or verl share one of them:
+# tests/conftest.py); 2 fits the 2-core, 24 GB machine CI runs on
+WORKERS ?= 2
 
 .PHONY: install run test clean
 install: $(VENV)/.installed
@@ -26,7 +29,7 @@ run: install
 	$(PY) -m judge_rl $(ARGS)
 
 test: install
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs multirun

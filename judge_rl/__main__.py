@@ -24,8 +24,8 @@ from typing import Sequence
 HYDRA_APPS = {
     None: ("judge_rl.jobs.train", "run", "config"),
     "eval": ("judge_rl.jobs.evaluate", "run_eval", "evaluate"),
-    "policy": ("judge_rl.policy.job", "run", "policy"),
-    "curate": ("judge_rl.curate.job", "run_curate", "curate"),
+    "policy": ("judge_rl.jobs.policy", "run", "policy"),
+    "curate": ("judge_rl.jobs.curate", "run_curate", "curate"),
 }
 APPS = (*[a for a in HYDRA_APPS if a], "report")
 

@@ -203,7 +203,7 @@ def eval_workload(args) -> list[dict]:
 
 def policy_samples(args, cfg, tokenizer):
     """One default policy-job step's samples: 4 generated prompts x 4 samples of the embedded policy, 128 tokens."""
-    from judge_rl.policy.data import generate_policy_prompts
+    from judge_rl.policy.tasks.prompts import generate_policy_prompts
     from judge_rl.rollouts import encode_chat, sample_generate
 
     prompts = generate_policy_prompts(4, seed=0, min_constraints=1, max_constraints=2)
@@ -268,7 +268,7 @@ def policy_workload(args) -> list[dict]:
 
 def sampling_workload(args) -> list[dict]:
     """GRPO sampling: the policy's own sampler against the colocated vLLM sampler (module docstring)."""
-    from judge_rl.policy.data import generate_policy_prompts
+    from judge_rl.policy.tasks.prompts import generate_policy_prompts
     from judge_rl.rollouts import build_sampler, encode_chat
 
     cfg = load_model_config(args.model)

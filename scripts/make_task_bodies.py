@@ -1,7 +1,7 @@
-"""Write judge_rl/policy/task_bodies.jsonl: answers of the embedded policy (SmolLM2-135M-Instruct) to each base task of
+"""Write judge_rl/policy/tasks/task_bodies.jsonl: answers of the embedded policy (SmolLM2-135M-Instruct) to each base task of
 the policy task, with no constraint, the bodies the task's preference pairs are built from (judge_rl/policy/
-task_pairs.py). Bodies are the policy's own words, so a judge trained on the pairs reads the kind of text it will
-grade; each kept body passes the true score's guard (judge_rl/policy/guard.py) and ends at a sentence.
+tasks/pairs.py). Bodies are the policy's own words, so a judge trained on the pairs reads the kind of text it will
+grade; each kept body passes the true score's guard (judge_rl/policy/tasks/guard.py) and ends at a sentence.
 
     python scripts/make_task_bodies.py [--samples 6] [--keep 4] [--seed 0]
 
@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge_rl.models.loading import load_model, load_tokenizer  # noqa: E402
-from judge_rl.policy.data import BASE_TASKS  # noqa: E402
-from judge_rl.policy.guard import guard_failure  # noqa: E402
-from judge_rl.policy.task_pairs import BODIES_PATH  # noqa: E402
+from judge_rl.policy.tasks.prompts import BASE_TASKS  # noqa: E402
+from judge_rl.policy.tasks.guard import guard_failure  # noqa: E402
+from judge_rl.policy.tasks.pairs import BODIES_PATH  # noqa: E402
 from judge_rl.rollouts import build_sampler, encode_chat, resolve_rollout_engine  # noqa: E402
 from judge_rl.config.paths import load_model_config  # noqa: E402
 

@@ -22,6 +22,22 @@ os.environ.setdefault("JUDGE_RL_OUTPUTS", str(_SCRATCH / "outputs"))
 os.environ.setdefault("JUDGE_RL_MULTIRUN", str(_SCRATCH / "multirun"))
 
 
+# Tests that run vLLM engines, served judges or verl's Ray jobs (several GB each): run by one pytest-xdist worker, one
+# after another, so two never hold memory at once; the others spread over the workers (`make test`: -n 2)
+ENGINE_TEST_FILES = {
+    "backends/test_verl_cpu.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
+    "rollouts/test_vllm_engine.py", "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py",
+    "recipes/test_stages.py", "test_embedded_model.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if Path(item.fspath).relative_to(REPO_ROOT / "tests").as_posix() in ENGINE_TEST_FILES:
+            item.add_marker(pytest.mark.xdist_group("engines"))
+
+
 def pytest_sessionstart(session):
     """Tests that build vLLM engines in this process do not start through an app, which would remove compiled
     kernels a killed process left half-written (judge_rl/kernel_cache.py): remove them here once."""

@@ -21,7 +21,7 @@ from judge_rl.rundir import read_status
 from conftest import REPO_ROOT, compose_config
 from test_cli import finish, judge_rl
 
-# sweeps of the policy job (`python -m judge_rl.policy`) are tested with it (tests/policy/test_job.py)
+# sweeps of the policy job (`python -m judge_rl.policy`) are tested with it (tests/jobs/test_policy.py)
 # sweeps of the policy job say so in a comment line (tests/policy/ runs them with the policy job)
 POLICY_SWEEPS = {p.stem for p in (REPO_ROOT / "sweeps").glob("*.yaml") if "\n# job: judge_rl.policy" in p.read_text()}
 SWEEPS = sorted(p.stem for p in (REPO_ROOT / "sweeps").glob("*.yaml") if p.stem not in POLICY_SWEEPS)

@@ -1,5 +1,5 @@
 """Helpers of the tests that start a real vLLM server (tests/servers/test_vllm_endpoint.py,
-tests/policy/test_job_vllm_judge.py): vLLM present or skip, ports, and the processes left behind."""
+tests/jobs/test_policy_vllm_judge.py): vLLM present or skip, ports, and the processes left behind."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Backends: what runs online RL. `cluster.backend` picks one by name (`BACKENDS.get(name)`); every job reaches
 them the same way, the main (judge) job from judge_rl/recipes/online_rl.py and the policy job from
-judge_rl/policy/job.py.
+judge_rl/jobs/policy.py.
 
   local   judge_rl.backends.local   one process, CPU or one CUDA device; the step calls verl's own
                                     `core_algos` (advantages, policy loss, KL), so the math is verl's
@@ -116,7 +116,7 @@ def train_online(job: LaunchJob, run_dir: Path, task: RLTask, logger: Any) -> RL
     """A job's online RL on its `cluster.backend`, resuming: the metrics rows logged after the run's last local
     checkpoint are dropped first (the resumed steps log them again; a row the checkpoint holds but the file lost is
     written back), then the backend trains `task`. The one launch the main job's recipe (recipes/online_rl.py) and the
-    policy job (policy/job.py) share; `logger`: the job's MetricsLogger (judge_rl/reports/logging.py)."""
+    policy job (jobs/policy.py) share; `logger`: the job's MetricsLogger (judge_rl/reports/logging.py)."""
     from judge_rl.backends.local.loop import checkpoint_metrics, latest_checkpoint
 
     found = latest_checkpoint(Path(run_dir) / "checkpoints")  # verl's are under verl/: it logs its steps again

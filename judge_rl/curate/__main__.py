@@ -1,4 +1,4 @@
-"""`python -m judge_rl.curate [overrides]`: curate a LIMJ-style SFT init set (judge_rl/curate/job.py)."""
+"""`python -m judge_rl.curate [overrides]`: curate a LIMJ-style SFT init set (judge_rl/jobs/curate.py)."""
 
 import sys
 

@@ -74,8 +74,8 @@ class LoadedPairs(Sequence[PreferencePair]):
 
 Loader = Callable[..., LoadedPairs]
 # Loaders are registered by decorator, here and in the modules listed, imported on the first lookup: `policy_task`
-# (judge_rl/policy/task_pairs.py) builds its pairs from the policy job's task, which sits above the data.
-DATASETS: Registry[Loader] = Registry("dataset", modules=("judge_rl.policy.task_pairs",))
+# (judge_rl/policy/tasks/pairs.py) builds its pairs from the policy job's task, which sits above the data.
+DATASETS: Registry[Loader] = Registry("dataset", modules=("judge_rl.policy.tasks.pairs",))
 
 
 def load_dataset_pairs(name: str, **kwargs: Any) -> LoadedPairs:

@@ -36,7 +36,7 @@ class PreferencePair:
 
 
 # The final line of a gold trace: the strength judge's verdict (judge_rl/prompts/strength.py parses it). Defined with
-# the pairs, whose generators (judge_rl/data/synthetic.py, judge_rl/policy/task_pairs.py) end every trace with it.
+# the pairs, whose generators (judge_rl/data/synthetic.py, judge_rl/policy/tasks/pairs.py) end every trace with it.
 VERDICT_TEMPLATE = "Therefore, Response ({winner}) is better, and the strength is [[{strength}]]."
 
 

@@ -1,5 +1,5 @@
 """The one app shell of judge_rl's Hydra apps: `python -m judge_rl` (jobs/train.py), `python -m judge_rl.eval`
-(jobs/evaluate.py), `python -m judge_rl.policy` (policy/job.py), `python -m judge_rl.curate` (curate/).
+(jobs/evaluate.py), `python -m judge_rl.policy` (jobs/policy.py), `python -m judge_rl.curate` (curate/).
 
     hydra_app("evaluate", run_eval)     # an entry module's whole body: conf/ found once (config/paths.py)
 

@@ -1,4 +1,4 @@
-"""`python -m judge_rl.policy [overrides]`: train a policy graded by an LLM judge (judge_rl/policy/job.py)."""
+"""`python -m judge_rl.policy [overrides]`: train a policy graded by an LLM judge (judge_rl/jobs/policy.py)."""
 
 import sys
 

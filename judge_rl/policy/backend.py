@@ -52,7 +52,7 @@ from judge_rl.backends.algorithm import AlgorithmConfig
 from judge_rl.config import TrainerConfig
 from judge_rl.policy.bias import bias_metrics
 from judge_rl.policy.config import JudgeFailurePolicy
-from judge_rl.policy.data import PolicyPrompt
+from judge_rl.policy.tasks.prompts import PolicyPrompt
 from judge_rl.policy.grading import Graded, Grader
 from judge_rl.servers.client import JudgeFailureRateExceeded, redact_url
 from judge_rl.rollouts import encode_chat

@@ -23,7 +23,7 @@ constraints, and three numbers say how the judge departs from them:
                            the answer the checkers rank lower; bias/n_compared counts them
 
 The rule score of a generated prompt (one with a base task) is the task's true score: no instruction counts as
-followed where the response fails the guard of judge_rl/policy/guard.py (too short, a loop, off topic).
+followed where the response fails the guard of judge_rl/policy/tasks/guard.py (too short, a loop, off topic).
 
 Failed samples (no reward) are left out of everything but the criteria their parsed calls graded.
 """

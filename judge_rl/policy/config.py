@@ -42,7 +42,7 @@ from judge_rl.config import (
 from judge_rl.backends import check_cluster
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
 from judge_rl.policy.rewards import POLICY_REWARDS
-from judge_rl.policy.sources import POLICY_SOURCES
+from judge_rl.policy.tasks.sources import POLICY_SOURCES
 
 ENGINES = ("local", "openai", "vllm", "none")  # and auto, resolved to local or vllm when the config is read
 FAILURE_MODES = ("mask", "drop_group")
@@ -57,7 +57,7 @@ class PolicyRewardConfig:
     name: str = "rubric"  # rule | rubric | verif | judge_pairwise
     # rule: score = the fraction of IFEval instructions followed ("instruction") or all-or-nothing ("prompt")
     level: str = "instruction"
-    # rule: and 0 where the response fails judge_rl/policy/guard.py (too short, a loop, off its task's topic):
+    # rule: and 0 where the response fails judge_rl/policy/tasks/guard.py (too short, a loop, off its task's topic):
     # the task's true score, which degenerate text cannot reach
     guard: bool = False
     # rubric: HealthBench's clip(met points / positive points); null: no clipping
@@ -180,10 +180,10 @@ class PolicyDataConfig:
 @dataclass
 class TaskEvalConfig:
     """The policy's true score on its own task, held out: `n` generated prompts on the base tasks of the test split
-    (never trained on: judge_rl/policy/data.py `task_split`), the same constraint mix as policy_data, scored by the
+    (never trained on: judge_rl/policy/tasks/prompts.py `task_split`), the same constraint mix as policy_data, scored by the
     rule checkers (strict and loose, prompt and instruction level, as IFEval), greedy, before and after RL, with a
     paired bootstrap interval of the change. Off by default; the judge-quality studies turn it on. `guard`: an
-    instruction counts as followed only where the response also passes judge_rl/policy/guard.py (long enough, not a
+    instruction counts as followed only where the response also passes judge_rl/policy/tasks/guard.py (long enough, not a
     loop, on its task's topic): the checkers alone are passed by degenerate text a policy learns under RL."""
 
     enabled: bool = False
@@ -357,7 +357,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     if d.min_constraints > d.max_constraints:
         raise ValueError(f"policy_data.min_constraints={d.min_constraints} exceeds max_constraints={d.max_constraints}")
     if d.instruction_ids is not None:
-        from judge_rl.policy.data import GENERATED_INSTRUCTION_IDS
+        from judge_rl.policy.tasks.prompts import GENERATED_INSTRUCTION_IDS
 
         unknown = [i for i in d.instruction_ids if i not in GENERATED_INSTRUCTION_IDS]
         if unknown or not d.instruction_ids:

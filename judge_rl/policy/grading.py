@@ -4,7 +4,7 @@
     graded = grader.grade_many(prompts, responses)      # one Graded per sample, calls concurrent
     graded[i].reward                                    # a PolicyReward: a score, or a failure (never both)
 
-`Grader.grade(prompt, response)` is the async form verl's reward loop awaits (judge_rl/policy/verl_reward.py);
+`Grader.grade(prompt, response)` is the async form verl's reward loop awaits (judge_rl/policy/verl/reward.py);
 `grade_many` is the sync form the local backend calls once per step, so all of a step's judge calls are
 in flight together (up to `judge.concurrency`) and the local server batches them.
 
@@ -40,8 +40,8 @@ from typing import Iterator, Sequence
 
 from judge_rl.aio import run_sync
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
-from judge_rl.policy.data import PolicyPrompt
-from judge_rl.policy.guard import guard_failure
+from judge_rl.policy.tasks.prompts import PolicyPrompt
+from judge_rl.policy.tasks.guard import guard_failure
 from judge_rl.policy.rewards import POLICY_REWARDS, Graded, JudgeFailure, PolicyReward
 from judge_rl.policy.rewards.rule import rule_checks
 from judge_rl.servers.client import AsyncJudgeClient, JudgeReply, JudgeTelemetry
@@ -72,7 +72,7 @@ def judge_client(judge_cfg: RewardJudgeConfig, base_url: str, model: str) -> Asy
 
 def true_checks(prompt: PolicyPrompt, response: str) -> list[bool]:
     """The checker results the bias metrics hold a judge to: IFEval's checkers, and for a generated prompt (one with
-    a base task) none followed where the response fails the guard (judge_rl/policy/guard.py), the task's true score."""
+    a base task) none followed where the response fails the guard (judge_rl/policy/tasks/guard.py), the task's true score."""
     if not prompt.instruction_id_list:
         return []
     checks = rule_checks(prompt.instruction_id_list, prompt.kwargs, response)

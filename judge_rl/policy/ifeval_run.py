@@ -38,9 +38,9 @@ def ifeval_prompts(cfg: IFEvalRunConfig) -> list[IFEvalPrompt]:
 def heldout_task_prompts(task_eval, data) -> tuple[list[IFEvalPrompt], Guard | None]:
     """The policy task's held-out prompts (`TaskEvalConfig`): generated on the test split's base tasks with the
     training data's constraint mix, as IFEval prompts (key: the prompt id) for `evaluate_policy`; and the guard
-    their true score applies (judge_rl/policy/guard.py), or None with `task_eval.guard=false`."""
-    from judge_rl.policy.data import generate_policy_prompts
-    from judge_rl.policy.guard import guard_failure
+    their true score applies (judge_rl/policy/tasks/guard.py), or None with `task_eval.guard=false`."""
+    from judge_rl.policy.tasks.prompts import generate_policy_prompts
+    from judge_rl.policy.tasks.guard import guard_failure
 
     prompts = generate_policy_prompts(task_eval.n, seed=task_eval.seed, split="test", instruction_ids=data.instruction_ids,
                                       min_constraints=data.min_constraints, max_constraints=data.max_constraints)  # fmt: skip

@@ -149,7 +149,7 @@ def served_name(judge_cfg, model_cfg=None) -> str:
     (judge.engine=vllm with judge.base_url), the id `vllm serve <path>` serves under by default: `judge.checkpoint`, or
     the model's hub path; else the judge model's name (`judge_model_config`; `model_cfg`: that config, when the caller
     already has it). The one rule: the endpoint started or reached here and the policy job's verl reward kwargs
-    (judge_rl/policy/verl.py) both name the judge by it; a server this job starts adds a per-job token to it
+    (judge_rl/policy/verl/launch.py) both name the judge by it; a server this job starts adds a per-job token to it
     (`job_model_id`)."""
     if judge_cfg.served_model:
         return judge_cfg.served_model

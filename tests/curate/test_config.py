@@ -8,7 +8,7 @@ import re
 import pytest
 
 from judge_rl.curate.config import to_curate_config
-from judge_rl.curate.job import run_curate
+from judge_rl.jobs.curate import run_curate
 
 from curate_support import TINY, compose_curate
 

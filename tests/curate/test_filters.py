@@ -12,7 +12,7 @@ import torch
 
 from judge_rl.config import ModelConfig
 from judge_rl.curate.filters import embed_texts, near_duplicates
-from judge_rl.curate.job import run_curate
+from judge_rl.jobs.curate import run_curate
 from judge_rl.curate.traces import NO_VERDICT_AFTER_REASONING
 from judge_rl.data.loaders import load_pairs, write_pairs
 from judge_rl.models.loading import converted_gguf_dir, load_model, load_tokenizer

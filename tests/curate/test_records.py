@@ -10,7 +10,7 @@ import re
 import pytest
 
 from judge_rl.curate.config import curation_prompt, to_curate_config
-from judge_rl.curate.job import run_curate
+from judge_rl.jobs.curate import run_curate
 from judge_rl.curate.records import append_records, read_records
 from judge_rl.curate.teacher import Teacher
 from judge_rl.data.loaders import write_pairs

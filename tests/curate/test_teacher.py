@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from judge_rl.curate.job import run_curate
+from judge_rl.jobs.curate import run_curate
 from judge_rl.models.loading import load_model, load_tokenizer, save_model
 from judge_rl.servers.http import ChatCompletionServer
 

@@ -105,7 +105,7 @@ def test_a_pairwise_judge_disagrees_with_the_checkers_where_it_prefers_the_answe
 
 def test_the_bias_metrics_hold_a_generated_prompt_to_its_true_score():
     """A generated prompt's rule score is its true score: a looping answer that passes the checkers follows nothing."""
-    from judge_rl.policy.data import generate_policy_prompts
+    from judge_rl.policy.tasks.prompts import generate_policy_prompts
     from judge_rl.policy.grading import true_checks
     from judge_rl.policy.rewards.rule import rule_checks
 

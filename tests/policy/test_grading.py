@@ -12,7 +12,7 @@ import torch
 from conftest import CACHE_DIR
 from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.policy.config import PolicyRewardConfig
-from judge_rl.policy.data import Criterion, PolicyPrompt
+from judge_rl.policy.tasks.prompts import Criterion, PolicyPrompt
 from judge_rl.policy.grading import Grader
 from judge_rl.servers.client import AsyncJudgeClient
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, NO_VERDICT, unparseable

@@ -20,7 +20,7 @@ import pytest
 from vllm_support import require_vllm, free_port, port_free
 from conftest import CACHE_DIR
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
-from judge_rl.policy.data import Criterion, PolicyPrompt
+from judge_rl.policy.tasks.prompts import Criterion, PolicyPrompt
 from judge_rl.policy.grading import Grader, judge_client
 from judge_rl.servers.client import complete_many
 from judge_rl.servers.endpoint import Endpoint, judge_endpoint

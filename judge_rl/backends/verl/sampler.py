@@ -9,7 +9,7 @@ Set by the translation (judge_rl/backends/verl/translate.py, `refill_values`) fo
     trainer.v1.sampler.sampler_kwargs.max_failed_group_refills: <4 x prompts a step>
 
 Why: in verl 0.9.1's v1 trainer a rollout that raises (its generation, or its reward: a judge that fails to grade
-a sample, judge_rl/policy/verl_reward_manager.py) fails its session, and verl marks its whole group "failure":
+a sample, judge_rl/policy/verl/reward_manager.py) fails its session, and verl marks its whole group "failure":
 the group's other samples stay, a group whose samples all failed has no trajectory. When every group a step
 selects is such a group, verl's sync buffer (`ReplayBuffer.sample`) raises "Sync replay buffer selected terminal
 groups with no materializable trajectories" and the run ends (seen in CI: the tiny policy job, 2 prompts x 4
@@ -61,7 +61,7 @@ class RefillingReplayBuffer(ReplayBuffer):
             raise StepGroupsFailed(
                 f"{self.refills} rollout groups of this step had no finished sample (more than {REFILLS_KEY}="
                 f"{self.max_refills}): the rollouts are failing; the agent loop's 'Error in _run_prompt' reports in the "
-                "log above say why (a judge that fails to grade: judge_rl/policy/verl_reward_manager.py's one-line "
+                "log above say why (a judge that fails to grade: judge_rl/policy/verl/reward_manager.py's one-line "
                 "failures and counts)"
             )
         return self._refill(n)

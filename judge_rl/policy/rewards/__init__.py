@@ -97,7 +97,7 @@ def compute_score(
 ) -> dict[str, float | int | str]:
     """verl's custom reward function for a judge-free policy reward: the reward `kwargs["reward_name"]`, else
     `extra_info["reward_name"]`, else "rule". A reward that calls a judge is refused here: its verl reward is the
-    async `compute_score` of judge_rl/policy/verl_reward.py."""
+    async `compute_score` of judge_rl/policy/verl/reward.py."""
     name = kwargs.pop("reward_name", None)
     if name is None and isinstance(extra_info, Mapping):
         name = extra_info.get("reward_name")
@@ -105,6 +105,6 @@ def compute_score(
     if spec.compute_score is None:
         raise NotImplementedError(
             f"policy reward {spec.name!r} calls an LLM judge: its verl reward is the async compute_score of "
-            "judge_rl/policy/verl_reward.py (the translation in judge_rl/policy/verl.py selects it)"
+            "judge_rl/policy/verl/reward.py (the translation in judge_rl/policy/verl/launch.py selects it)"
         )
     return spec.compute_score(data_source, solution_str, ground_truth, extra_info, **kwargs)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
-from judge_rl.policy.data import PolicyPrompt
+from judge_rl.policy.tasks.prompts import PolicyPrompt
 from judge_rl.servers.failures import (  # the failure type and its reasons, shared with the judge client
     CRITERIA_MISSING,
     EMPTY_REPLY,
@@ -203,7 +203,7 @@ class PolicyRewardSpec:
       name            its `policy_reward.name`
       score           its pure scoring function
       needs_judge     whether it calls a judge (the job serves or reaches one; verl's reward is then the async
-                      `compute_score` of judge_rl/policy/verl_reward.py with judge_rl's reward manager)
+                      `compute_score` of judge_rl/policy/verl/reward.py with judge_rl's reward manager)
       component_keys  its fixed component keys (the same on success and failure)
       grade           `async grade(grader, prompt, response, checks) -> Graded`: one sample, asking the judge through
                       `grader` (judge_rl.policy.grading.Grader: `ask`, `record`, `texts`, `cfg`, `clip`); `checks` are

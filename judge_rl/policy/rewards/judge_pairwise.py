@@ -7,7 +7,7 @@ import asyncio
 from typing import Mapping, Sequence
 
 from judge_rl.data.pairs import JudgeItem, Position, PreferencePair
-from judge_rl.policy.data import Message, PolicyPrompt
+from judge_rl.policy.tasks.prompts import Message, PolicyPrompt
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.rewards.base import (
     NAN,

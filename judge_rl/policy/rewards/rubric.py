@@ -9,7 +9,7 @@ import re
 from numbers import Real
 from typing import Literal, Mapping, Sequence
 
-from judge_rl.policy.data import Criterion, Message, PolicyPrompt
+from judge_rl.policy.tasks.prompts import Criterion, Message, PolicyPrompt
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.rewards.base import (
     BAD_ENTRY,

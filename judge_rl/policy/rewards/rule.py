@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Sequence
 
 from judge_rl.evaluation.ifeval.checkers import get_checker
-from judge_rl.policy.data import PolicyPrompt
-from judge_rl.policy.guard import guard_failure
+from judge_rl.policy.tasks.prompts import PolicyPrompt
+from judge_rl.policy.tasks.guard import guard_failure
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.rewards.base import Graded, PolicyReward, PolicyRewardSpec, ground_truth_mapping
 from judge_rl.rewards import VERL_KWARGS
@@ -56,7 +56,7 @@ def _rule_reward(ids: Sequence[str], kwargs: Sequence[Mapping[str, Any]], respon
 
 def rule_score(prompt: PolicyPrompt, response: str, level: RuleLevel = "instruction", guard: bool = False) -> PolicyReward:
     """IFEval's checkers alone, strict: the judge-free upper bound; never fails (module docstring). `guard`: 0 where
-    the response fails judge_rl/policy/guard.py (too short, a loop, off its generated task's topic): the task's
+    the response fails judge_rl/policy/tasks/guard.py (too short, a loop, off its generated task's topic): the task's
     true score, the oracle a judge is compared with."""
     return _rule_reward(prompt.instruction_id_list, prompt.kwargs, response, level, f"prompt {prompt.prompt_id!r} ",
                         guard, prompt.meta.get("task_id"))  # fmt: skip

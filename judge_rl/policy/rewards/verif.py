@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from judge_rl.policy.data import Message, PolicyPrompt
+from judge_rl.policy.tasks.prompts import Message, PolicyPrompt
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.policy.rewards.base import (
     NAN,

@@ -1,4 +1,4 @@
-"""The policy job on verl (judge_rl/policy/verl.py, verl_reward.py, verl_reward_manager.py): its config translated
+"""The policy job on verl (judge_rl/policy/verl/: launch.py, reward.py, reward_manager.py): its config translated
 to verl 0.9's and passed through verl's own checks on CPU with no key verl would ignore, its parquet rows, the async
 judge reward against a real local HTTP server with scripted replies, the reward manager on hand-built DataProtos,
 the dry run from the command line, no API key in any written file, and scripts/gpu_policy_judge.sh's commands."""
@@ -22,9 +22,9 @@ from omegaconf import OmegaConf
 from judge_rl.backends.verl.launch import task_env, translated
 from judge_rl.backends.verl.translate import VerlTranslationError, ignored_keys, validate
 from judge_rl.policy.config import to_policy_config
-from judge_rl.policy.data import Criterion, PolicyPrompt
+from judge_rl.policy.tasks.prompts import Criterion, PolicyPrompt
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, NO_VERDICT, unparseable
-from judge_rl.policy.verl import (
+from judge_rl.policy.verl.launch import (
     export_policy_data,
     policy_dry_run,
     policy_reward_kwargs,
@@ -35,7 +35,7 @@ from judge_rl.policy.verl import (
 
 from servers.test_client import Answer, ScriptedServer  # tests/ is on the path (pyproject)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 CONF_DIR = REPO_ROOT / "conf"
 SCRIPT = REPO_ROOT / "scripts" / "gpu_policy_judge.sh"
 SECRET = "sk-policy-verl-test-7c1e2d3f4a5b6c7d8e9f"
@@ -66,10 +66,10 @@ def test_the_default_policy_config_passes_verls_checks_with_the_judge_reward_man
     job = compose_policy(TINY, tmp_path)
     cfg, _ = translate(job, tmp_path)
     reward = cfg.reward
-    assert reward.custom_reward_function.path == str(REPO_ROOT / "judge_rl" / "policy" / "verl_reward.py")
+    assert reward.custom_reward_function.path == str(REPO_ROOT / "judge_rl" / "policy" / "verl" / "reward.py")
     assert reward.custom_reward_function.name == "compute_score"
     assert (reward.reward_manager.source, reward.reward_manager.name) == ("importlib", "JudgeRewardManager")
-    assert reward.reward_manager.module.path == "pkg://judge_rl.policy.verl_reward_manager"
+    assert reward.reward_manager.module.path == "pkg://judge_rl.policy.verl.reward_manager"
     # judge.concurrency 32 (conf/judge/embedded.yaml): 8 reward workers x 4 samples and calls in flight
     assert (reward.num_workers, reward.max_concurrent) == (8, 4)
     kwargs = reward.custom_reward_function.reward_kwargs
@@ -152,7 +152,7 @@ def test_rule_reward_uses_the_sync_rule_adapter_and_verls_naive_manager(tmp_path
     cfg, files = translate(job, tmp_path, base_url=None)
     from judge_rl.policy.rewards.rule import rule_compute_score
 
-    assert cfg.reward.custom_reward_function.path == str(REPO_ROOT / "judge_rl" / "policy" / "verl_reward.py")
+    assert cfg.reward.custom_reward_function.path == str(REPO_ROOT / "judge_rl" / "policy" / "verl" / "reward.py")
     assert cfg.reward.custom_reward_function.name == "rule_compute_score"
     assert OmegaConf.to_container(cfg.reward.custom_reward_function.reward_kwargs) == {"level": "instruction", "guard": False}
     assert (cfg.reward.reward_manager.source, cfg.reward.reward_manager.name) == ("register", "naive")
@@ -181,8 +181,8 @@ def test_what_verl_cannot_express_is_refused(tmp_path):
 def test_exported_rows_round_trip_to_the_policy_prompts(tmp_path):
     import pyarrow.parquet as pq
 
-    from judge_rl.policy.data import generate_policy_prompts
-    from judge_rl.policy.sources import load_policy_prompts
+    from judge_rl.policy.tasks.prompts import generate_policy_prompts
+    from judge_rl.policy.tasks.sources import load_policy_prompts
 
     job = compose_policy(TINY, tmp_path)
     files = export_policy_data(job, tmp_path / "data")
@@ -243,7 +243,7 @@ def reward_fn(job, server: ScriptedServer, model: str = "judge"):
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
     kwargs = policy_reward_kwargs(job, server.base_url, model)
-    path = str(REPO_ROOT / "judge_rl" / "policy" / "verl_reward.py")
+    path = str(REPO_ROOT / "judge_rl" / "policy" / "verl" / "reward.py")
     cfg = OmegaConf.create({"reward": {"custom_reward_function": {"path": path, "name": "compute_score",
                                                                  "reward_kwargs": kwargs}}})  # fmt: skip
     return get_custom_reward_fn(cfg)
@@ -290,7 +290,7 @@ def test_async_compute_score_gives_exact_scores_and_names_failures(yesno_job, mo
 
 
 def test_compute_score_refuses_an_unknown_setting(yesno_job):
-    from judge_rl.policy.verl_reward import compute_score
+    from judge_rl.policy.verl.reward import compute_score
 
     with pytest.raises(TypeError, match="judge_timeout"):
         asyncio.run(compute_score("policy", "x", json.dumps(RUBRIC_PROMPT.to_dict()), None, judge_timeout=3,
@@ -325,7 +325,7 @@ def sample(ground_truth: str):
 
 
 def manager_for(job, server_url: str, compute_score, timeout: float = 30.0):
-    from judge_rl.policy.verl_reward_manager import JudgeRewardManager
+    from judge_rl.policy.verl.reward_manager import JudgeRewardManager
 
     kwargs = policy_reward_kwargs(job, server_url, "judge")
     config = OmegaConf.create({"reward": {"max_concurrent": 2, "timeout": timeout,
@@ -334,8 +334,8 @@ def manager_for(job, server_url: str, compute_score, timeout: float = 30.0):
 
 
 def test_the_reward_manager_passes_grades_and_drops_failed_samples(yesno_job, tmp_path, monkeypatch):
-    from judge_rl.policy.reward_outcomes import OUTCOMES_ENV, read_outcomes
-    from judge_rl.policy.verl_reward_manager import JudgeRewardManager, JudgeSampleFailed
+    from judge_rl.policy.verl.reward_outcomes import OUTCOMES_ENV, read_outcomes
+    from judge_rl.policy.verl.reward_manager import JudgeRewardManager, JudgeSampleFailed
 
     truth = json.dumps(RUBRIC_PROMPT.to_dict())
     JudgeRewardManager.reset_counts()
@@ -368,7 +368,7 @@ def test_the_reward_manager_passes_grades_and_drops_failed_samples(yesno_job, tm
 
 
 def test_verls_own_timeout_and_error_zeros_are_not_rewards(yesno_job):
-    from judge_rl.policy.verl_reward_manager import JudgeSampleFailed, RewardFunctionError
+    from judge_rl.policy.verl.reward_manager import JudgeSampleFailed, RewardFunctionError
 
     truth = json.dumps(RUBRIC_PROMPT.to_dict())
 
@@ -441,7 +441,7 @@ def test_a_judge_failure_crosses_rays_process_boundary_intact():
     # ("Failed to deserialize exception", seen on a real cluster=cpu_verl policy run)
     import pickle
 
-    from judge_rl.policy.verl_reward_manager import JudgeSampleFailed
+    from judge_rl.policy.verl.reward_manager import JudgeSampleFailed
 
     failed = pickle.loads(pickle.dumps(JudgeSampleFailed("http://judge:8011/v1", "judge reply truncated", "32 tokens")))
     assert (failed.endpoint, failed.reason, failed.detail) == ("http://judge:8011/v1", "judge reply truncated", "32 tokens")

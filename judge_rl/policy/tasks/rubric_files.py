@@ -29,7 +29,7 @@ raises a one-line ``ValueError("<file> row <n>: <reason>")``; nothing is skipped
   a field named like code (`functions`, `function`, `code`, `source_code`, `python`) at the row or in a
   rule, or a rule or argument whose text looks like Python (a line starting with `def name(`, `import`
   or `from ... import`, or a `lambda ...:`), is an error. Unknown fields are errors too. Without a
-  `rubric`, one is built: one criterion per rule (`judge_rl.policy.data.criterion_text`,
+  `rubric`, one is built: one criterion per rule (`judge_rl.policy.tasks.prompts.criterion_text`,
   `CONSTRAINT_POINTS`) and one per soft constraint (`SOFT_POINTS`, tagged `axis:soft_constraint`).
 """
 
@@ -40,7 +40,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from judge_rl.policy.data import CONSTRAINT_POINTS, Criterion, PolicyPrompt, criterion_from_dict, criterion_text
+from judge_rl.policy.tasks.prompts import CONSTRAINT_POINTS, Criterion, PolicyPrompt, criterion_from_dict, criterion_text
 
 SOFT_POINTS = 2.0
 CODE_FIELDS = ("functions", "function", "code", "source_code", "python")

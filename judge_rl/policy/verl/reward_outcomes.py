@@ -2,7 +2,7 @@
 
 On the local backend the grader runs in the job's own process and its counts go straight into each step's
 metrics (judge_rl/policy/backend.py). On verl the grading happens in Ray reward workers
-(judge_rl/policy/verl_reward_manager.py) whose failed samples never reach the trainer, so verl's own metrics
+(judge_rl/policy/verl/reward_manager.py) whose failed samples never reach the trainer, so verl's own metrics
 cannot count them: without this file the job's summary would say "0 failed samples" for a run whose judge failed.
 
 The policy job names the file in `OUTCOMES_ENV` (forwarded to Ray's workers; <run_dir>/verl/reward_outcomes.jsonl,
@@ -92,7 +92,7 @@ def read_outcomes(path: str | Path) -> dict[str, Any] | None:
 
 def summary_sections(outcomes: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """`read_outcomes`' totals as the "judge" and "judge_failure" sections of the policy job's training summary
-    (the shape `judge_rl.policy.job.training_summary` gives a local run), marked with their source."""
+    (the shape `judge_rl.jobs.policy.training_summary` gives a local run), marked with their source."""
     source = f"verl reward workers ({OUTCOMES_FILE}; totals over every launch, not per step)"
     samples, failures = outcomes["samples"], outcomes["failures"]
     return {

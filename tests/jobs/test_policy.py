@@ -1,4 +1,4 @@
-"""`python -m judge_rl.policy` (judge_rl/policy/job.py) in smoke mode (`policy_debug=tiny`): the whole job through a
+"""`python -m judge_rl.policy` (judge_rl/jobs/policy.py) in smoke mode (`policy_debug=tiny`): the whole job through a
 real local judge server; judge failures masked or their groups dropped, with the counts logged; the failure-rate
 stop; resume; no API key in any file written; configs that cannot work refused before a model loads; the
 judge_family sweep and its report."""
@@ -18,7 +18,7 @@ from judge_rl.backends.local.loop import latest_checkpoint
 from judge_rl.models.loading import load_model, load_tokenizer, save_model
 from judge_rl.policy.backend import kept_samples
 from judge_rl.policy.config import JudgeFailurePolicy, to_policy_config
-from judge_rl.policy.job import run
+from judge_rl.jobs.policy import run
 from judge_rl.servers.client import JudgeFailureRateExceeded
 from judge_rl.policy.rewards import NO_VERDICT, unparseable
 from judge_rl.reports.jsonl import read_jsonl
@@ -313,7 +313,7 @@ def test_the_task_held_out_is_scored_before_and_after_with_a_paired_interval(tmp
     """task_eval: generated prompts on the test split's base tasks (none of the training prompts' tasks), answered by
     the policy before and after RL, scored by the rule checkers and the guard, the change with its paired interval."""
     from judge_rl.policy.config import PolicyDataConfig, TaskEvalConfig
-    from judge_rl.policy.data import generate_policy_prompts
+    from judge_rl.policy.tasks.prompts import generate_policy_prompts
     from judge_rl.policy.ifeval_run import heldout_task_prompts
 
     held, guard = heldout_task_prompts(TaskEvalConfig(n=6), PolicyDataConfig())

@@ -1,12 +1,12 @@
-"""The true score's guard (judge_rl/policy/guard.py) on answers a 135M policy really wrote: the hacks that took the
+"""The true score's guard (judge_rl/policy/tasks/guard.py) on answers a 135M policy really wrote: the hacks that took the
 checkers alone from 0.35 to 1.00 fail it, the untrained policy's ordinary answers pass."""
 
 from __future__ import annotations
 
 import pytest
 
-from judge_rl.policy.data import BASE_TASKS
-from judge_rl.policy.guard import (
+from judge_rl.policy.tasks.prompts import BASE_TASKS
+from judge_rl.policy.tasks.guard import (
     GUARD_FAILURES,
     MIN_WORDS,
     OFF_TOPIC,

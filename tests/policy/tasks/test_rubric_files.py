@@ -1,4 +1,4 @@
-"""Rubric files (RuscaRL/HealthBench) and VerIF-style rows (judge_rl.policy.rubric_files), on hand-made
+"""Rubric files (RuscaRL/HealthBench) and VerIF-style rows (judge_rl.policy.tasks.rubric_files), on hand-made
 files: what is read, and the one-line "<file> row <n>: <reason>" errors, code refused."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from judge_rl.policy.data import CONSTRAINT_POINTS, Criterion, criterion_text
-from judge_rl.policy.rubric_files import SOFT_POINTS, load_rubric_file, load_verif_file
+from judge_rl.policy.tasks.prompts import CONSTRAINT_POINTS, Criterion, criterion_text
+from judge_rl.policy.tasks.rubric_files import SOFT_POINTS, load_rubric_file, load_verif_file
 
 
 def write_jsonl(path: Path, rows: list) -> Path:

@@ -8,14 +8,14 @@ a dry run, and a launch.
 The translation is the main job's (judge_rl/backends/verl/translate.py: algorithm, model, batch shape,
 rollout, trainer, checkpoints, logger), with the policy's reward instead of the judge job's:
 
-  policy_reward=rule     reward.custom_reward_function = judge_rl/policy/verl_reward.py:rule_compute_score
+  policy_reward=rule     reward.custom_reward_function = judge_rl/policy/verl/reward.py:rule_compute_score
                          (judge_rl.policy.rewards.rule_compute_score re-exported: sync, never fails),
                          reward_kwargs {level, guard}; reward manager verl's `naive`
-  rubric | verif |       reward.custom_reward_function = judge_rl/policy/verl_reward.py:compute_score (async,
+  rubric | verif |       reward.custom_reward_function = judge_rl/policy/verl/reward.py:compute_score (async,
   judge_pairwise         calls the judge over HTTP), reward_kwargs = `policy_reward_kwargs` (every
                          policy_reward field as reward_<field>, the judge client's settings as judge_<field>,
                          the API key's environment variable by NAME only); reward manager
-                         judge_rl/policy/verl_reward_manager.py:JudgeRewardManager (verl's rate-limited manager,
+                         judge_rl/policy/verl/reward_manager.py:JudgeRewardManager (verl's rate-limited manager,
                          judge failures leave the batch), loaded with `source: importlib`
   judge.concurrency      reward.num_workers = min(8, concurrency) reward workers (1 on cluster.device=cpu), each with
                          reward.max_concurrent = ceil(concurrency / workers) samples and as many judge calls
@@ -23,7 +23,7 @@ rollout, trainer, checkpoints, logger), with the policy's reward instead of the 
   judge timeouts         reward.timeout = max(300, 4 x the client's worst case for one call) per sample; a sample
                          over it is a judge failure (dropped), never a zero
   judge_failure.mode     mask: a failed sample leaves the batch, its group's advantages come from the graded
-                         samples (verl_reward_manager.py; trainer.use_v1=true). drop_group is refused: verl 0.9.1
+                         samples (reward_manager.py; trainer.use_v1=true). drop_group is refused: verl 0.9.1
                          cannot drop a group left with fewer than min_group_size graded samples. A group with
                          no graded sample is replaced by a fresh prompt, at most 4 x prompts_per_step a step, then
                          the run stops (judge_rl/backends/verl/sampler.py, for every verl job); the local backend
@@ -32,7 +32,7 @@ rollout, trainer, checkpoints, logger), with the policy's reward instead of the 
                          IFEval itself; verl still builds a loader from data.val_files, a small held-out split
 
 Not translated: judge_failure.max_failure_rate (verl has no hook for it from the reward side: see
-verl_reward_manager.py). Known difference from the local backend under mask: verl's GRPO gives a group left with
+reward_manager.py). Known difference from the local backend under mask: verl's GRPO gives a group left with
 one graded sample that sample's raw score as its advantage (mean 0, std 1 for a singleton group), not 0.
 
 Data (`export_policy_data`): one row per prompt, the columns verl's RLHFDataset reads:
@@ -41,7 +41,7 @@ Data (`export_policy_data`): one row per prompt, the columns verl's RLHFDataset 
   ability       "instruction_following"
   reward_model  {"style": "rule", "ground_truth": PolicyPrompt.to_dict() as JSON text}
   extra_info    {"index", "prompt_id", "reward_name", "split"}
-train: the job's training prompts (judge_rl.policy.sources.load_policy_prompts: generated, or a rubric / VerIF file);
+train: the job's training prompts (judge_rl.policy.tasks.sources.load_policy_prompts: generated, or a rubric / VerIF file);
 val: for generated prompts, `VAL_PROMPTS` prompts of the generator's held-out split (disjoint base tasks); for a
 file, its first `VAL_PROMPTS` rows.
 
@@ -61,11 +61,11 @@ from judge_rl.backends import RLTask, VerlTask
 from judge_rl.backends.verl.export import write_rl_parquet
 from judge_rl.backends.verl.launch import dry_run
 from judge_rl.backends.verl.translate import VerlTranslationError
-from judge_rl.policy.reward_outcomes import OUTCOMES_ENV, OUTCOMES_FILE
+from judge_rl.policy.verl.reward_outcomes import OUTCOMES_ENV, OUTCOMES_FILE
 from judge_rl.policy.config import PolicyJobConfig, RewardJudgeConfig
-from judge_rl.policy.data import PolicyPrompt
+from judge_rl.policy.tasks.prompts import PolicyPrompt
 from judge_rl.policy.rewards import POLICY_REWARDS
-from judge_rl.policy.sources import load_policy_prompts
+from judge_rl.policy.tasks.sources import load_policy_prompts
 from judge_rl.reports.console import console
 
 ABILITY = "instruction_following"
@@ -99,7 +99,7 @@ def policy_rows(prompts: Sequence[PolicyPrompt], *, reward_name: str, split: str
 def validation_prompts(job: PolicyJobConfig, train: Sequence[PolicyPrompt]) -> list[PolicyPrompt]:
     d = job.policy_data
     if d.source == "generated":
-        from judge_rl.policy.data import generate_policy_prompts
+        from judge_rl.policy.tasks.prompts import generate_policy_prompts
 
         return generate_policy_prompts(min(VAL_PROMPTS, d.n_train), seed=d.seed, split="test",
                                        min_constraints=d.min_constraints, max_constraints=d.max_constraints)  # fmt: skip
@@ -126,7 +126,7 @@ def read_policy_prompts(path: str | Path) -> list[PolicyPrompt]:
     """The prompts of an exported parquet, back from each row's ground truth."""
     import pyarrow.parquet as pq
 
-    from judge_rl.policy.verl_reward import prompt_from_ground_truth
+    from judge_rl.policy.verl.reward import prompt_from_ground_truth
 
     return [prompt_from_ground_truth(r["ground_truth"]) for r in pq.read_table(path).column("reward_model").to_pylist()]
 
@@ -162,11 +162,11 @@ def reward_timeout(judge: RewardJudgeConfig) -> float:
 
 def policy_reward_kwargs(job: PolicyJobConfig, judge_base_url: str | None, judge_model: str | None = None,
                          concurrency: int | None = None) -> dict[str, Any]:  # fmt: skip
-    """reward.custom_reward_function.reward_kwargs for the policy's reward (judge_rl/policy/verl_reward.py reads
+    """reward.custom_reward_function.reward_kwargs for the policy's reward (judge_rl/policy/verl/reward.py reads
     them). `concurrency`: the judge calls in flight per reward worker (None: judge.concurrency)."""
     from dataclasses import asdict
 
-    from judge_rl.policy.verl_reward import JUDGE_CLIENT_FIELDS
+    from judge_rl.policy.verl.reward import JUDGE_CLIENT_FIELDS
     from judge_rl.servers.endpoint import served_name
 
     r = job.policy_reward
@@ -188,7 +188,7 @@ def policy_reward_keys(job: PolicyJobConfig, judge_base_url: str | None, judge_m
     """The verl keys the policy's reward sets besides reward_kwargs (module docstring)."""
     if not needs_judge(job):
         return {"reward.custom_reward_function.name": RULE_FUNCTION}
-    from judge_rl.policy.verl_reward_manager import MANAGER_NAME, MODULE_PATH
+    from judge_rl.policy.verl.reward_manager import MANAGER_NAME, MODULE_PATH
 
     workers, per_worker = reward_workers(job.judge, job.cluster.device)
     return {
@@ -205,7 +205,7 @@ def policy_reward_keys(job: PolicyJobConfig, judge_base_url: str | None, judge_m
 
 def reward_module_file() -> str:
     """The file verl loads the reward function from (reward.custom_reward_function.path), for every reward."""
-    import judge_rl.policy.verl_reward as module
+    import judge_rl.policy.verl.reward as module
 
     return str(Path(module.__file__).resolve())
 
@@ -244,7 +244,7 @@ def policy_rl_task(job: PolicyJobConfig, judge_base_url: str | None = None, judg
                    items: Sequence[PolicyPrompt] = (), make_step: Callable | None = None, eval_fn: Callable | None = None,
                    eval_at: Callable | None = None, describe: Callable | None = None) -> RLTask:  # fmt: skip
     """The policy job's RL as the backends take it (judge_rl/backends/__init__.py): on verl, `policy_verl_task`; on
-    the local backend, `items` and the step `make_step` builds (judge_rl/policy/job.py: a PolicyBackend)."""
+    the local backend, `items` and the step `make_step` builds (judge_rl/jobs/policy.py: a PolicyBackend)."""
     return RLTask(reward_name=job.policy_reward.name, items=items, make_step=make_step,
                   verl_task=lambda run_dir: policy_verl_task(job, run_dir, judge_base_url, judge_model),
                   eval_fn=eval_fn, eval_at=eval_at, describe=describe)  # fmt: skip

@@ -1,8 +1,8 @@
 """Preference pairs on the policy task: the data a judge of the policy job is trained and measured on (`data=
 policy_task` of the main job, loader `policy_task`).
 
-Each pair is a generated policy prompt (judge_rl/policy/data.py: a base task and its formatting constraints) with a
-response that meets the task's true score (every checker, and the guard of judge_rl/policy/guard.py) and one that
+Each pair is a generated policy prompt (judge_rl/policy/tasks/prompts.py: a base task and its formatting constraints) with a
+response that meets the task's true score (every checker, and the guard of judge_rl/policy/tasks/guard.py) and one that
 does not. Both are built from *bodies*, answers the embedded policy itself wrote to the base task with no constraint
 (`task_bodies.jsonl`, written by scripts/make_task_bodies.py), so the judge learns on the kind of text it will
 grade. A constraint is met or narrowly missed by a text edit of similar length (`comply`, `violate`): a postscript
@@ -36,8 +36,8 @@ from typing import Any, Mapping, Sequence
 
 from judge_rl.data.loaders import DATASETS, LoadedPairs
 from judge_rl.data.pairs import PreferencePair, verdict_line
-from judge_rl.policy.data import BASE_TASKS, END_PHRASES, PolicyPrompt, criterion_text, generate_policy_prompts, tasks_for
-from judge_rl.policy.guard import guard_failure, task_keywords
+from judge_rl.policy.tasks.prompts import BASE_TASKS, END_PHRASES, PolicyPrompt, criterion_text, generate_policy_prompts, tasks_for
+from judge_rl.policy.tasks.guard import guard_failure, task_keywords
 from judge_rl.policy.rewards.rule import rule_checks
 
 BODIES_PATH = Path(__file__).with_name("task_bodies.jsonl")
@@ -225,6 +225,7 @@ def generate_task_pairs(n: int, seed: int = 0, split: str = "train", *, instruct
         raise ValueError(f"policy_task pairs: bias={bias!r}; expected null or one of {', '.join(BIASES)}")
     bodies = load_bodies(str(bodies_path))
     split_tasks = [t.task_id for t in tasks_for(split)]
+    # a fixed label (this module's name when it was written): the pairs stay the same
     rng = random.Random(f"judge_rl.policy.task_pairs:{split}:{seed}")
     pairs: list[PreferencePair] = []
     batch, drawn = max(2 * n, 16), 0

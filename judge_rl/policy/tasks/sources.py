@@ -1,9 +1,9 @@
 """Where the policy's training prompts come from (`policy_data.source`), a registry, and the check that every prompt
 has what its reward needs (the reward's `PolicyRewardSpec.requires`).
 
-    generated    IFEval-style prompts generated from `seed` (judge_rl/policy/data.py: generate_policy_prompts)
-    rubric_file  a JSONL file of prompts with rubrics (judge_rl/policy/rubric_files.py)
-    verif_file   a VerIF-format JSONL file (judge_rl/policy/rubric_files.py)
+    generated    IFEval-style prompts generated from `seed` (judge_rl/policy/tasks/prompts.py: generate_policy_prompts)
+    rubric_file  a JSONL file of prompts with rubrics (judge_rl/policy/tasks/rubric_files.py)
+    verif_file   a VerIF-format JSONL file (judge_rl/policy/tasks/rubric_files.py)
 
 A new source is a function `(policy_data config) -> list[PolicyPrompt]` registered here with
 `@POLICY_SOURCES.register("<name>")`, and its conf/policy_data/<name>.yaml.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from judge_rl.policy.data import PolicyPrompt, generate_policy_prompts
+from judge_rl.policy.tasks.prompts import PolicyPrompt, generate_policy_prompts
 from judge_rl.policy.rewards import POLICY_REWARDS
 from judge_rl.registry import Registry
 
@@ -28,14 +28,14 @@ def generated(d) -> list[PolicyPrompt]:
 
 @POLICY_SOURCES.register("rubric_file")
 def rubric_file(d) -> list[PolicyPrompt]:
-    from judge_rl.policy.rubric_files import load_rubric_file
+    from judge_rl.policy.tasks.rubric_files import load_rubric_file
 
     return load_rubric_file(d.path, limit=d.limit)
 
 
 @POLICY_SOURCES.register("verif_file")
 def verif_file(d) -> list[PolicyPrompt]:
-    from judge_rl.policy.rubric_files import load_verif_file
+    from judge_rl.policy.tasks.rubric_files import load_verif_file
 
     return load_verif_file(d.path, limit=d.limit)
 

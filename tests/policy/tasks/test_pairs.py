@@ -1,4 +1,4 @@
-"""Pairs on the policy task (judge_rl/policy/task_pairs.py, the main job's `data=policy_task`): every pair is what it
+"""Pairs on the policy task (judge_rl/policy/tasks/pairs.py, the main job's `data=policy_task`): every pair is what it
 claims by the real checkers and guard, its gold traces parse to its label in both orders, train and test share no
 base task, the biased variant labels by length, and the loader and config reach them."""
 
@@ -12,10 +12,10 @@ import pytest
 from judge_rl.data import load_dataset_pairs
 from judge_rl.data.pairs import both_orders
 from judge_rl.evaluation.ifeval.checkers import get_checker
-from judge_rl.policy.data import generate_policy_prompts, task_split
-from judge_rl.policy.guard import guard_failure
+from judge_rl.policy.tasks.prompts import generate_policy_prompts, task_split
+from judge_rl.policy.tasks.guard import guard_failure
 from judge_rl.policy.rewards.rule import rule_checks
-from judge_rl.policy.task_pairs import (
+from judge_rl.policy.tasks.pairs import (
     BODIES_PATH,
     PAIR_INSTRUCTION_IDS,
     comply,

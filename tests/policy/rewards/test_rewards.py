@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from judge_rl.evaluation.ifeval import evaluate_prompt, make_prompt
-from judge_rl.policy.data import Criterion, PolicyPrompt, generate_policy_prompts
-from judge_rl.policy.guard import guard_failure, task_keywords
+from judge_rl.policy.tasks.prompts import Criterion, PolicyPrompt, generate_policy_prompts
+from judge_rl.policy.tasks.guard import guard_failure, task_keywords
 from judge_rl.policy.rewards import (
     CRITERIA_MISSING,
     EMPTY_REPLY,
@@ -495,7 +495,7 @@ def test_rule_compute_score() -> None:
     with pytest.raises(ValueError, match="not valid JSON"):
         rule_compute_score("ifgen", PASS, "{")
     for name in ("rubric", "verif", "judge_pairwise"):
-        with pytest.raises(NotImplementedError, match="async compute_score of judge_rl/policy/verl_reward.py"):
+        with pytest.raises(NotImplementedError, match="async compute_score of judge_rl/policy/verl/reward.py"):
             compute_score("ifgen", PASS, truth, reward_name=name)
     with pytest.raises(KeyError, match="unknown policy reward"):
         compute_score("ifgen", PASS, truth, reward_name="nope")

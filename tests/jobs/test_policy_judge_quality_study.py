@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from conftest import CACHE_DIR, CONF_DIR, REPO_ROOT, compose_config
 from judge_rl.jobs.train import run as run_main
-from judge_rl.policy.job import run as run_policy
+from judge_rl.jobs.policy import run as run_policy
 
 SMALL_MAIN = ["model=tiny-random", "logger=none", "trainer.total_steps=1", "trainer.max_new_tokens=12",
               "trainer.prompts_per_step=2", "trainer.eval_every=0", "sft.batch_size=4", "eval.max_new_tokens=12",

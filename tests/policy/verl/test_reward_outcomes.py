@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from judge_rl.policy.reward_outcomes import OUTCOMES_ENV, judge_totals, read_outcomes, record_outcome, summary_sections
+from judge_rl.policy.verl.reward_outcomes import OUTCOMES_ENV, judge_totals, read_outcomes, record_outcome, summary_sections
 
 
 def calls(n: int, p50: float | None = 0.5) -> dict:

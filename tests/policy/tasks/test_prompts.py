@@ -1,4 +1,4 @@
-"""Policy prompts (judge_rl.policy.data): the data model, the seeded generator (determinism, validity,
+"""Policy prompts (judge_rl.policy.tasks.prompts): the data model, the seeded generator (determinism, validity,
 train/test disjoint by base task), responses built to satisfy a constraint pass the rule checker, and
 nothing reuses IFEval's 541 prompts (needs the shared data; skipped without it)."""
 
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from judge_rl.evaluation.ifeval import CHECKERS
-from judge_rl.policy.data import (
+from judge_rl.policy.tasks.prompts import (
     BASE_TASKS,
     CONSTRAINT_POINTS,
     FORBIDDEN_POOL,

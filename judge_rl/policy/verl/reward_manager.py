@@ -1,10 +1,10 @@
 """verl's reward manager for a judge-graded policy: verl's rate-limited manager, with judge failures that leave
 the batch instead of becoming rewards of 0.
 
-Selected by the translation (judge_rl/policy/verl.py) for every reward that calls a judge:
+Selected by the translation (judge_rl/policy/verl/launch.py) for every reward that calls a judge:
 
     reward.reward_manager.source: importlib
-    reward.reward_manager.module.path: pkg://judge_rl.policy.verl_reward_manager
+    reward.reward_manager.module.path: pkg://judge_rl.policy.verl.reward_manager
     reward.reward_manager.name: JudgeRewardManager
 
 (`pkg://` makes verl import the module by name, so each process has one copy of the class and of its counts;
@@ -18,7 +18,7 @@ caps the samples graded at once per reward worker (`reward.max_concurrent`) and 
 1. No silent zeros. verl's manager turns a timeout or an exception of the reward function into reward 0.0
    (with `timeout` / `error` in the extra info). Here a timeout is a judge failure ("judge server error") and an
    exception a `RewardFunctionError`; neither becomes a score.
-2. A failed sample leaves the batch. When compute_score reports `judge_failed=1` (judge_rl/policy/verl_reward.py)
+2. A failed sample leaves the batch. When compute_score reports `judge_failed=1` (judge_rl/policy/verl/reward.py)
    the manager raises `JudgeSampleFailed` (one line: the endpoint and the reason). In verl 0.9.1's trainer
    (`trainer.use_v1=true`, its default; the translation sets it) a sample whose reward raises is a failed
    session: `AgentLoopWorkerTQ._run_prompt` marks its prompt's group "failure" and the failed trajectory never
@@ -33,7 +33,7 @@ caps the samples graded at once per reward worker (`reward.max_concurrent`) and 
    dropped): the translation refuses it. In validation a failed sample is likewise absent from the reward means.
 3. Counts. Each process counts its samples and failures per reason (`failure_counts()`), logs one line per
    failure with the running counts and the commonest reason, and appends each sample's outcome and its judge
-   calls so far to the run's outcomes file (judge_rl/policy/reward_outcomes.py), which the policy job reads back
+   calls so far to the run's outcomes file (judge_rl/policy/verl/reward_outcomes.py), which the policy job reads back
    into its summary: verl's own metrics never see a dropped sample.
 
 Not possible from a reward manager in verl 0.9.1 (verified in its source):
@@ -60,13 +60,13 @@ from typing import Any
 from verl.experimental.reward_loop.reward_manager.limited import RateLimitedRewardManager
 
 from judge_rl.servers.client import redact_url
-from judge_rl.policy.reward_outcomes import judge_totals, record_outcome
+from judge_rl.policy.verl.reward_outcomes import judge_totals, record_outcome
 from judge_rl.policy.rewards import JUDGE_SERVER_ERROR, POLICY_REWARDS
-from judge_rl.policy.verl_reward import process_graders
+from judge_rl.policy.verl.reward import process_graders
 
 logger = logging.getLogger(__name__)
 
-MODULE_PATH = "pkg://judge_rl.policy.verl_reward_manager"
+MODULE_PATH = "pkg://judge_rl.policy.verl.reward_manager"
 MANAGER_NAME = "JudgeRewardManager"
 
 

@@ -1,4 +1,4 @@
-"""judge_rl/curate/job.py and `python -m judge_rl.curate`: the whole job end to end, its output feeding the SFT
+"""judge_rl/jobs/curate.py and `python -m judge_rl.curate`: the whole job end to end, its output feeding the SFT
 init, and the `pairs` format it writes (judge_rl.data.loaders)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from judge_rl.curate.job import run_curate
+from judge_rl.jobs.curate import run_curate
 from judge_rl.data.loaders import load_dataset_pairs, load_pairs, write_pairs
 from judge_rl.data.pairs import PreferencePair, balanced_positions
 from judge_rl.prompts import get_prompt

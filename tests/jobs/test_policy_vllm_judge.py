@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 
 from vllm_support import require_vllm, free_port, port_free, processes_with
 from conftest import CACHE_DIR, CONF_DIR
-from judge_rl.policy.job import run
+from judge_rl.jobs.policy import run
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.rundir import read_status
 

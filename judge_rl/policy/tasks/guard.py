@@ -52,7 +52,7 @@ def on_topic(tokens: Sequence[str], keywords: Sequence[str]) -> bool:
 
 def task_keywords(task_id: str | None) -> tuple[str, ...] | None:
     """The topical words of a generated prompt's base task, or None for an unknown task."""
-    from judge_rl.policy.data import BASE_TASKS
+    from judge_rl.policy.tasks.prompts import BASE_TASKS
 
     for task in BASE_TASKS:
         if task.task_id == task_id:

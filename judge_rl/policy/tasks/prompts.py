@@ -20,7 +20,7 @@ lists, letters, descriptions, advice, poems, comparisons: all written for this m
 commas) with 1 to 3 compatible constraints (`compatible`) drawn from `GENERATED_INSTRUCTION_IDS` (24 of
 IFEval's 25 instruction ids: all but `detectable_format:constrained_response`, which needs a yes/no
 question; response languages from `LANGUAGES`), each phrased with new wording (`constraint_instruction`). Nothing is
-copied from IFEval's 541 prompts (tests/policy/test_data.py checks that no generated prompt equals or
+copied from IFEval's 541 prompts (tests/policy/tasks/test_prompts.py checks that no generated prompt equals or
 contains one of them, and that no constraint sentence occurs in them).
 
 Its rubric has one positive criterion per constraint (`criterion_text`, a sentence a judge can check;
@@ -782,6 +782,7 @@ def generate_policy_prompts(
                 f"choose from {', '.join(GENERATED_INSTRUCTION_IDS)}"
             )
     tasks = tasks_for(split)
+    # a fixed label (this module's name when it was written): the prompts stay the same
     rng = random.Random(f"judge_rl.policy.data:{split}:{seed}")
     counts = list(range(min_constraints, max_constraints + 1))
     weights = [CONSTRAINT_COUNT_WEIGHTS.get(c, 1) for c in counts]
@@ -800,7 +801,7 @@ def generate_policy_prompts(
                 kwargs=tuple(c.kwargs for c in constraints),
                 rubric=build_rubric(task, constraints, negative),
                 reference=None,
-                meta={"generator": "judge_rl.policy.data", "task_id": task.task_id, "split": split, "seed": seed},
+                meta={"generator": "judge_rl.policy.tasks.prompts", "task_id": task.task_id, "split": split, "seed": seed},
             )
         )
     return prompts

@@ -9,7 +9,7 @@ rate-limited manager caps the samples in flight per reward worker: `reward.max_c
 
 Arguments:
   solution_str  the policy's answer (decoded without special tokens)
-  ground_truth  `PolicyPrompt.to_dict()` as JSON text (judge_rl/policy/verl.py writes it into the parquet's
+  ground_truth  `PolicyPrompt.to_dict()` as JSON text (judge_rl/policy/verl/launch.py writes it into the parquet's
                 reward_model.ground_truth): the rubric, checkers, soft constraints or reference travel with it
   kwargs        the settings (`reward_kwargs`, built by `judge_rl.policy.verl.policy_reward_kwargs`), flat:
                   reward_<field>  every field of PolicyRewardConfig (reward_name, reward_level, reward_clip,
@@ -30,11 +30,11 @@ registered (`@dataclass` looks the module up in sys.modules).
 
 Returns `PolicyReward.to_verl_dict()`: {"score", "judge_failed", "failure_reason", **components}, the same keys
 for every sample of a reward (verl stacks them per key). A failed judge call is score 0.0 *and* judge_failed 1;
-the reward manager turns it into a dropped sample, never a zero (verl_reward_manager.py).
+the reward manager turns it into a dropped sample, never a zero (reward_manager.py).
 
 The scoring is `judge_rl.policy.grading.Grader.grade` (the same code the local backend runs). One Grader, and so
 one `AsyncJudgeClient` (its connection pool, concurrency cap and cache), per process and settings: they are
-kept in this module's canonical copy (`judge_rl.policy.verl_reward`), even when verl loads this file again under
+kept in this module's canonical copy (`judge_rl.policy.verl.reward`), even when verl loads this file again under
 another module name.
 """
 
@@ -46,7 +46,7 @@ from dataclasses import fields
 from typing import Any, Mapping
 
 from judge_rl.policy.config import PolicyRewardConfig, RewardJudgeConfig
-from judge_rl.policy.data import PolicyPrompt
+from judge_rl.policy.tasks.prompts import PolicyPrompt
 from judge_rl.rewards import VERL_KWARGS
 from judge_rl.policy.rewards import POLICY_REWARDS, ground_truth_mapping, plain
 from judge_rl.policy.rewards.rule import rule_compute_score  # noqa: F401  (verl's name for policy_reward=rule)
@@ -74,7 +74,7 @@ def split_settings(kwargs: Mapping[str, Any]) -> tuple[PolicyRewardConfig, Rewar
     options = {k: v for k, v in kwargs.items() if k not in VERL_KWARGS}
     unknown = sorted(set(options) - known_kwargs())
     if unknown:
-        raise TypeError(f"judge_rl.policy.verl_reward.compute_score got unknown setting(s) {', '.join(unknown)}")
+        raise TypeError(f"judge_rl.policy.verl.reward.compute_score got unknown setting(s) {', '.join(unknown)}")
     reward = PolicyRewardConfig(**{k[len(REWARD_PREFIX):]: plain(v) for k, v in options.items()
                                    if k.startswith(REWARD_PREFIX)})  # fmt: skip
     if not POLICY_REWARDS.get(reward.name).needs_judge:
@@ -88,7 +88,7 @@ def split_settings(kwargs: Mapping[str, Any]) -> tuple[PolicyRewardConfig, Rewar
 
 def _cache() -> dict[str, Any]:
     """The process-wide grader cache: the canonical module's, whichever copy of this file runs."""
-    import judge_rl.policy.verl_reward as canonical
+    import judge_rl.policy.verl.reward as canonical
 
     return canonical._GRADERS
 

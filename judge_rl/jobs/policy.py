@@ -13,11 +13,11 @@ document; `python -m judge_rl.policy` and the tests both call it.
   environment); `vllm` uses a running vLLM server or starts one (judge_rl/servers/endpoint.py).
 - RL: `train_online` (judge_rl/backends/, shared with the main job) runs the job's RLTask on `cluster.backend`
   (`policy_task`): on the local backend's loop a `PolicyBackend` step, which masks judge failures and stops above
-  `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); on verl the task of judge_rl/policy/verl.py.
+  `judge_failure.max_failure_rate` (judge_rl/policy/backend.py); on verl the task of judge_rl/policy/verl/launch.py.
 - IFEval (judge_rl/policy/ifeval_run.py) before RL, every `ifeval.every` steps, and after; the four
   published accuracies with bootstrap intervals, and after-minus-before with a paired bootstrap over prompts.
 - `task_eval.enabled`: the same before / after scoring on the policy's own task held out (generated prompts on the
-  test split's base tasks, the rule checkers and the guard against degenerate text, judge_rl/policy/guard.py;
+  test split's base tasks, the rule checkers and the guard against degenerate text, judge_rl/policy/tasks/guard.py;
   `task_after_minus_before`): the policy's true gain on what it trained on.
 
 Run directory: `resolved_config.yaml`, `status.json`, `metrics.jsonl` (per step: rewards, timing split,
@@ -43,11 +43,11 @@ from omegaconf import DictConfig
 from judge_rl.config import check_local_machine
 from judge_rl.backends import RLTask, train_online
 from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_policy_config
-from judge_rl.policy.data import PolicyPrompt
-from judge_rl.policy.sources import load_policy_prompts
+from judge_rl.policy.tasks.prompts import PolicyPrompt
+from judge_rl.policy.tasks.sources import load_policy_prompts
 from judge_rl.servers.client import JudgeFailureRateExceeded
 from judge_rl.policy.ifeval_run import evaluate_policy, heldout_task_prompts, ifeval_entry, ifeval_metrics, ifeval_prompts
-from judge_rl.policy.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
+from judge_rl.policy.verl.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
 from judge_rl.reports.ifeval_stats import OFFICIAL, SUITE_DIRS, ifeval_gain
 from judge_rl.reports.schema import new_results, write_results
@@ -79,7 +79,7 @@ def fit_prompts(prompts: list[PolicyPrompt], tokenizer, max_len: int) -> list[Po
 
 def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     if job.dry_run:
-        from judge_rl.policy.verl import policy_dry_run
+        from judge_rl.policy.verl.launch import policy_dry_run
 
         return policy_dry_run(job, run_dir)
     check_local_machine(job.cluster)
@@ -199,9 +199,9 @@ def policy_task(job: PolicyJobConfig, run_dir: Path, prompts, grader, ifeval_on,
                 judge_model: str | None) -> RLTask:  # fmt: skip
     """The policy's RL as every backend takes it (judge_rl/backends/__init__.py): on the local backend a
     `PolicyBackend` step (judge_rl/policy/backend.py: masks judge failures, stops above
-    judge_failure.max_failure_rate) and IFEval every ifeval.every steps; on verl, policy/verl.py's VerlTask."""
+    judge_failure.max_failure_rate) and IFEval every ifeval.every steps; on verl, policy/verl/launch.py's VerlTask."""
     from judge_rl.policy.backend import PolicyBackend
-    from judge_rl.policy.verl import policy_rl_task
+    from judge_rl.policy.verl.launch import policy_rl_task
 
     def make_step(policy, reference, tokenizer, critic):
         return PolicyBackend(policy, reference, tokenizer, job.algorithm, job.trainer, grader, job.judge_failure, critic,
