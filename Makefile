@@ -29,7 +29,7 @@ run: install
 	$(PY) -m judge_rl $(ARGS)
 
 test: install
-	$(PY) -m pytest -n $(WORKERS) --dist loadgroup $(ARGS)
+	$(PY) -m pytest -n $(WORKERS) $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs multirun

@@ -23,7 +23,7 @@ os.environ.setdefault("JUDGE_RL_MULTIRUN", str(_SCRATCH / "multirun"))
 
 
 # Tests that run vLLM engines, served judges or verl's Ray jobs (several GB each): run by one pytest-xdist worker, one
-# after another, so two never hold memory at once; the others spread over the workers (`make test`: -n 2)
+# after another, so two never hold memory at once; every other test goes to whichever worker is free (`make test`: -n 2)
 ENGINE_TEST_FILES = {
     "backends/test_verl_cpu.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
     "rollouts/test_vllm_engine.py", "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py",
@@ -31,11 +31,19 @@ ENGINE_TEST_FILES = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if Path(item.fspath).relative_to(REPO_ROOT / "tests").as_posix() in ENGINE_TEST_FILES:
-            item.add_marker(pytest.mark.xdist_group("engines"))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduler with one scope for the engine tests and one per test otherwise. (Not `xdist_group`
+    marks: xdist 3.8 groups by rewriting `item._nodeid`, which pytest 9.2's nodeids no longer read, so marked tests
+    spread over the workers and two verl jobs ran at once, killed by Ray's memory monitor.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class EngineTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0].removeprefix("tests/")
+            return "engines" if path in ENGINE_TEST_FILES else nodeid
+
+    return EngineTestsTogether(config, log)
 
 
 def pytest_sessionstart(session):
