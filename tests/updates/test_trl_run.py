@@ -16,7 +16,7 @@ from conftest import CACHE_DIR, REPO_ROOT, TINY_RUN
 
 def test_the_sft_stage_prints_progress_lines_not_raw_dicts(tmp_path):
     overrides = [*TINY_RUN, "stages=[sft]", "sft.num_examples=16", "sft.batch_size=2", f"cache_dir={CACHE_DIR}",
-                 f"run_dir={tmp_path / 'run'}", f"seed={random.randrange(10**6)}"]  # a seed never used: SFT trains, not reused
+                 f"run_dir={tmp_path / 'run'}", f"seed={random.SystemRandom().randrange(10**9)}"]  # a seed never used (not the global random, which other tests seed): SFT trains
     out = subprocess.run([sys.executable, "-m", "judge_rl", *overrides], cwd=REPO_ROOT, capture_output=True, text=True,
                          env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=600)  # fmt: skip
     text = out.stdout + out.stderr

@@ -1,0 +1,85 @@
+"""The SLURM launcher's code path for real, without SLURM: hydra-submitit-launcher's local executor
+(`hydra/launcher=submitit_local`) runs the points of a sweep as `hydra/launcher=submitit_slurm` does on a cluster
+(`cluster=slurm`, docs/scale.md): each point pickled, started as a process of its own by submitit
+(`python -m submitit.core._submit`), its result collected back. `make install` installs the `cluster` extra."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from judge_rl.rundir import read_status
+
+from conftest import CACHE_DIR, TINY_RUN
+
+pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the cluster extra: pip install -e '.[cluster]'")
+
+QUICK = ["model=tiny-random", "logger=none", "stages=[eval_base]", "eval.limit=2", "eval.benchmarks=[]",
+         "eval.max_new_tokens=4", f"cache_dir={CACHE_DIR}"]
+
+
+def sweep(*overrides: str, sweep_dir: Path, cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": ""}
+    command = [sys.executable, "-m", "judge_rl", "-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=20",
+               f"hydra.sweep.dir={sweep_dir}", *overrides]  # fmt: skip
+    return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_sweep_through_submitit_runs_each_point_in_a_process_of_its_own_and_lists_the_one_that_failed(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    proc = sweep(*QUICK, "trainer.save_every=1,0", sweep_dir=sweep_dir, cwd=tmp_path)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, err[-3000:]
+    statuses = {p.name: read_status(p) for p in sorted(sweep_dir.iterdir()) if (p / "status.json").exists()}
+    assert sorted(statuses) == ["0", "1"], sorted(p.name for p in sweep_dir.iterdir())
+    assert statuses["0"]["status"] == "finished", statuses["0"]
+    assert statuses["1"]["status"] == "failed" and "trainer.save_every=0: expected >= 1" in statuses["1"]["error"]
+    # each point ran in a process of its own, not the sweep's: submitit's job, with its own log
+    pids = {statuses[k]["pid"] for k in statuses}
+    assert len(pids) == 2 and proc.pid not in pids
+    logs = sorted(sweep_dir.glob(".submitit/*/*_log.out"))
+    assert len(logs) == 2, sorted(p.relative_to(sweep_dir) for p in sweep_dir.rglob("*") if p.is_file())
+    # the sweep ends as every sweep does (judge_rl/jobs/shell.py's SweepReport): the failing point listed, the table
+    assert "1 of 2 sweep points did not finish" in err, err[-3000:]
+    assert "(trainer.save_every=0): failed: ValueError: trainer.save_every=0: expected >= 1" in err
+    md = (sweep_dir / "report.md").read_text()
+    assert "| trainer.save_every=1 | finished |" in md
+
+
+def test_sigterm_to_a_point_under_submitit_stops_it_cleanly_and_a_rerun_resumes(tmp_path):
+    """What SLURM sends at preemption or the time limit reaches the point's own process: submitit's job ignores
+    SIGTERM (it waits for SLURM's USR2), judge_rl's handler, installed in the point, stops it after its RL step,
+    status "interrupted" and exit 143; the same sweep run again resumes the point from its checkpoint."""
+    sweep_dir = tmp_path / "sweep"
+    overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=6", "trainer.save_every=1", "trainer.max_new_tokens=32",
+                 f"cache_dir={CACHE_DIR}", "seed=0"]  # fmt: skip
+    first = sweep(*overrides, sweep_dir=sweep_dir, cwd=tmp_path)
+    point = sweep_dir / "0"
+    marker = point / "checkpoints" / "latest_checkpointed_iteration.txt"
+    deadline = time.monotonic() + 300
+    while not marker.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), first.communicate(timeout=60)[1][-3000:]
+    status = read_status(point)
+    assert status["status"] == "running" and status["pid"] != first.pid
+    os.kill(status["pid"], signal.SIGTERM)  # the point's process, as SLURM signals it
+    out, err = first.communicate(timeout=300)
+    status = read_status(point)
+    assert status["status"] == "interrupted", (status, err[-3000:])
+    step_at_stop = int(marker.read_text())
+    assert 1 <= step_at_stop < 6
+
+    again = sweep(*overrides, sweep_dir=sweep_dir, cwd=tmp_path)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err[-3000:]
+    assert read_status(point)["status"] == "finished"
+    assert int(marker.read_text()) == 6
+    results = json.loads((point / "results.json").read_text())
+    assert results["training"]["rl"]["resumed_from"] == step_at_stop
