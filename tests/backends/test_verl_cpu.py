@@ -306,3 +306,12 @@ def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
     assert judge["calls"] >= failures["samples"] + failures["trained_samples"] and "verl reward workers" in failures["source"]
     assert set(results["evaluations"]) >= {"before", "after"}
     assert (run_dir / "rl_model" / "model.safetensors").is_file()
+
+
+def test_on_an_existing_cluster_the_cpu_job_leaves_cpus_and_gpus_to_its_nodes(tmp_path):
+    """Found on a real two-node Ray cluster (issue 38): verl's ray.init refused the job ("When connecting to an existing
+    cluster, num_cpus and num_gpus must not be provided"); the nodes declare them (`ray start --num-gpus=1`)."""
+    cfg = _dry_run(tmp_path, "cluster.nnodes=2", "cluster.ray_address=127.0.0.1:6379")
+    assert "num_cpus" not in cfg["ray_kwargs"]["ray_init"] or cfg["ray_kwargs"]["ray_init"]["num_cpus"] is None
+    assert "num_gpus" not in cfg["ray_kwargs"]["ray_init"] or cfg["ray_kwargs"]["ray_init"]["num_gpus"] is None
+    assert cfg["trainer"]["nnodes"] == 2 and cfg["trainer"]["device"] == "cpu"

@@ -477,13 +477,18 @@ CPU_VALUES: dict[str, Any] = {
 
 def cpu_values(job: LaunchJob, n_gpus_per_node: int) -> dict[str, Any]:
     """CPU_VALUES, plus the values that follow from the job: the logical Ray GPUs (one per training process:
-    verl sizes its resource pools in GPUs, cpu_platform.py), vLLM's context (prompt + response, as the
+    verl sizes its resource pools in GPUs, cpu_platform.py; on an existing cluster neither CPUs nor GPUs, which its
+    nodes declare), vLLM's context (prompt + response, as the
     engine must hold both) and the reference optimizer config (a copy of the actor's: never stepped)."""
     a, t = job.algorithm, job.trainer
     max_model_len = job.model.max_prompt_length + t.max_new_tokens
+    values = {**CPU_VALUES, "ray_kwargs.ray_init.num_gpus": n_gpus_per_node}
+    if job.cluster.ray_address:
+        # an existing cluster's nodes declare their own CPUs and logical GPUs (`ray start --num-gpus=1`); ray.init refuses
+        # both when it connects ("When connecting to an existing cluster, num_cpus and num_gpus must not be provided")
+        values = {k: v for k, v in values.items() if k not in ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus")}
     return {
-        **CPU_VALUES,
-        "ray_kwargs.ray_init.num_gpus": n_gpus_per_node,
+        **values,
         "actor_rollout_ref.rollout.max_model_len": max_model_len,
         "actor_rollout_ref.rollout.max_num_batched_tokens": max(2048, max_model_len),
         "actor_rollout_ref.ref.optim": {"_target_": "verl.workers.config.FSDPOptimizerConfig", "lr": a.lr},
