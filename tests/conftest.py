@@ -27,7 +27,7 @@ os.environ.setdefault("JUDGE_RL_MULTIRUN", str(_SCRATCH / "multirun"))
 ENGINE_TEST_FILES = {
     "backends/test_verl_cpu.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
     "rollouts/test_vllm_engine.py", "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py",
-    "recipes/test_stages.py", "test_embedded_model.py",
+    "recipes/test_stages.py", "test_embedded_model.py", "backends/test_verl_two_nodes.py",
 }
 
 
