@@ -37,10 +37,12 @@ def _user() -> str:
         return f"uid_{os.getuid()}"
 
 
-def kernel_cache_roots(environ: Mapping[str, str] = os.environ) -> list[Path]:
+def kernel_cache_roots(environ: Mapping[str, str] | None = None) -> list[Path]:
     """Where this user's processes keep inductor's kernels, existing ones only: TORCHINDUCTOR_CACHE_DIR, torch's
     default under this process's temp dir and under /tmp (a Ray worker may not share the driver's TMPDIR), and the
-    per-model `inductor_cache` folders of vLLM's compile cache (VLLM_CACHE_ROOT, else ~/.cache/vllm)."""
+    per-model `inductor_cache` folders of vLLM's compile cache (VLLM_CACHE_ROOT, else ~/.cache/vllm). `environ`:
+    os.environ as it is at the call (not a default bound at import: a library may rebind os.environ)."""
+    environ = os.environ if environ is None else environ
     name = "torchinductor_" + _user()
     roots = [Path(environ[key]) for key in ("TORCHINDUCTOR_CACHE_DIR",) if environ.get(key)]
     roots += [Path(tempfile.gettempdir()) / name, Path("/tmp") / name]

@@ -47,8 +47,13 @@ def two_nodes():
                        timeout=120)  # fmt: skip
         subprocess.run([str(RAY), "start", f"--address=127.0.0.1:{port}", *node], env=env, check=True,
                        capture_output=True, timeout=120)  # fmt: skip
-        status = subprocess.run([str(RAY), "status", f"--address=127.0.0.1:{port}"], env=env, capture_output=True,
-                                text=True, timeout=60)  # fmt: skip
+        deadline = time.monotonic() + 120  # the second raylet registers with the head after `ray start` returns
+        while True:
+            status = subprocess.run([str(RAY), "status", f"--address=127.0.0.1:{port}"], env=env, capture_output=True,
+                                    text=True, timeout=60)  # fmt: skip
+            if status.stdout.count(" node_") == 2 and "0.0/2.0 GPU" in status.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(2)
         assert status.stdout.count(" node_") == 2 and "0.0/2.0 GPU" in status.stdout, status.stdout + status.stderr
         yield f"127.0.0.1:{port}", env, scratch
     finally:
