@@ -23,7 +23,7 @@ os.environ.setdefault("JUDGE_RL_MULTIRUN", str(_SCRATCH / "multirun"))
 
 
 # Tests that run vLLM engines, served judges or verl's Ray jobs (several GB each): run by one pytest-xdist worker, one
-# after another, so two never hold memory at once; every other test goes to whichever worker is free (`make test`: -n 2)
+# after another, so two never hold memory at once; every other test goes to whichever worker is free (`make test WORKERS=n`)
 ENGINE_TEST_FILES = {
     "backends/test_verl_cpu.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
     "rollouts/test_vllm_engine.py", "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py",
@@ -106,6 +106,9 @@ def shared_data() -> Path:
 
 
 # A 2-step tiny-random run: every stage, small enough for seconds.
+# an app run in seconds: the tiny random model, the base evaluation of two pairs (tests of the command line and launchers)
+QUICK = ["model=tiny-random", "logger=none", "stages=[eval_base]", "eval.limit=2", "eval.benchmarks=[]",
+         "eval.max_new_tokens=4", f"cache_dir={CACHE_DIR}"]
 TINY_RUN = [
     "model=tiny-random",
     "stages=[eval_base,sft,eval_sft,rl,eval_rl]",

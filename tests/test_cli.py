@@ -14,10 +14,7 @@ import pytest
 
 from judge_rl.rundir import RunDirError, claim_run_dir, read_status
 
-from conftest import CACHE_DIR
-
-QUICK = ["model=tiny-random", "logger=none", "stages=[eval_base]", "eval.limit=2", "eval.benchmarks=[]",
-         "eval.max_new_tokens=4", f"cache_dir={CACHE_DIR}"]
+from conftest import CACHE_DIR, QUICK
 
 
 def judge_rl(*args: str, cwd: Path, env: dict | None = None, module: str = "judge_rl", **kwargs) -> subprocess.Popen:

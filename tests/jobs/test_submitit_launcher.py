@@ -17,13 +17,9 @@ import pytest
 
 from judge_rl.rundir import read_status
 
-from conftest import CACHE_DIR, TINY_RUN
+from conftest import CACHE_DIR, QUICK, TINY_RUN
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the cluster extra: pip install -e '.[cluster]'")
-
-QUICK = ["model=tiny-random", "logger=none", "stages=[eval_base]", "eval.limit=2", "eval.benchmarks=[]",
-         "eval.max_new_tokens=4", f"cache_dir={CACHE_DIR}"]
-
 
 def sweep(*overrides: str, sweep_dir: Path, cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": ""}
