@@ -18,16 +18,11 @@ from pathlib import Path
 import pytest
 
 from judge_rl.backends.verl.launch import CPU_PLATFORM_MODULE, FORWARDED_ENV, cpu_platform_env, launch_env
+from judge_rl.rollouts.vllm_engine import vllm_installed
 
 from conftest import run_dir_lock_free
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _vllm_installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("vllm") is not None
 
 
 def test_cpu_platform_env_adds_the_plugin_to_modules_already_named_and_reaches_the_workers():
@@ -173,7 +168,7 @@ def _files_holding(roots: list[Path], values: list[str]) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
+@pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 @pytest.mark.usefixtures("drops_half_built_kernels")
 def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_merges_and_is_evaluated(tmp_path):
     """One real verl job, killed with kill -9 after step 2 and re-run. On the main of issue 36: the verl process and
@@ -282,7 +277,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
+@pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
     # verl's reward loop calls judge_rl's async compute_score in its reward workers, which grade over HTTP with the
     # judge the job serves; the untrained judge often writes no verdict: those samples must leave the batch
