@@ -37,6 +37,8 @@
 # As run on an H200 (2026-11-26, caps then 240 s): prep 45 s; verl_main reached `vllm serve` of the rollout only at
 # 236 s (judge_rl start to Ray up 98 s, verl's task runner to its datasets 66 s, FSDP actor and reference 36 s, vLLM
 # server start 36 s): no step ran. The caps are set from that start-up, not from a finished job.
+# As run on an H200 (2026-11-27, these caps): verl_main exit 0 in 360 s (Ray up at 69 s, vLLM ready at 251 s, 3 steps
+# in 61 s, merge and evaluation), verl_resume then had 138 s left and was cut. Next: VERL_NUMBERS_ONLY=verl_resume,policy_vllm.
 #
 # Outputs ($OUT, the device tool's folder that comes back: at most 8 files, so the rest is in one tarball):
 #   summary.txt, summary.json     the compact summary (also printed at the end), rewritten after every step
