@@ -2,10 +2,10 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
-# pytest-xdist workers for `make test`; 0 runs the tests in one process. The tests that start vLLM, served judges or
-# verl share one worker (tests/conftest.py). On CI's 2 cores two workers did not pay: 28 min 15 s wall against
-# 31 min in one process, with 43 min of CPU against 24 (each test's torch threads contend), so CI runs one
-WORKERS ?= 0
+# pytest-xdist workers for `make test` (0: one process). Each worker's torch takes its share of the cores
+# (tests/conftest.py); the tests that start verl jobs, vLLM engines or served judges run on one worker, one after another.
+# On CI's 2 cores, back to back on one tree: 2 workers 20 min 12 s (24 min of CPU), one process 33 min 20 s.
+WORKERS ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 0)
 
 .PHONY: install run test clean
 install: $(VENV)/.installed

@@ -20,15 +20,24 @@ CACHE_DIR = os.environ.get("JUDGE_RL_CACHE", str(Path.home() / ".cache" / "judge
 _SCRATCH = Path(tempfile.mkdtemp(prefix="judge_rl_tests_"))
 os.environ.setdefault("JUDGE_RL_OUTPUTS", str(_SCRATCH / "outputs"))
 os.environ.setdefault("JUDGE_RL_MULTIRUN", str(_SCRATCH / "multirun"))
+# Under pytest-xdist the workers share the cores: torch's OpenMP pool (in a worker and in every app it starts) takes
+# one thread per core by default, so 2 workers ran 4 threads on 2 cores, which wait for each other (measured: the
+# judge_ladder smoke sweep 92 s alone, 415 s beside another worker). Each worker gets its share of the cores instead.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _share = len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 
 
-# Tests that run vLLM engines, served judges or verl's Ray jobs (several GB each): run by one pytest-xdist worker, one
-# after another, so two never hold memory at once; every other test goes to whichever worker is free (`make test WORKERS=n`)
-ENGINE_TEST_FILES = {
-    "backends/test_verl_cpu.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
+# Tests that start verl's Ray jobs, vLLM engines or served judges (several GB each) run on one pytest-xdist worker, one
+# after another; every other test goes to whichever worker is free. Measured: two verl jobs at once, or a verl job beside
+# the vLLM tests, pushed this 24 GB machine past Ray's memory monitor (95%), which killed verl's vLLM servers (the job
+# then waited in update_weights until the test's timeout).
+ENGINE_TESTS = (
+    "backends/test_verl_cpu.py::test_a_real_verl_grpo_job", "backends/test_verl_cpu.py::test_the_policy_job_runs_on_verl",
+    "backends/test_verl_two_nodes.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
     "rollouts/test_vllm_engine.py", "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py",
-    "recipes/test_stages.py", "test_embedded_model.py", "backends/test_verl_two_nodes.py",
-}
+    "recipes/test_stages.py", "test_embedded_model.py",
+)  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -40,8 +49,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class EngineTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0].removeprefix("tests/")
-            return "engines" if path in ENGINE_TEST_FILES else nodeid
+            return "engines" if nodeid.removeprefix("tests/").startswith(ENGINE_TESTS) else nodeid
 
     return EngineTestsTogether(config, log)
 
