@@ -192,6 +192,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
            "WANDB_CACHE_DIR": str(scratch / "wandb-cache"), "WANDB_DATA_DIR": str(scratch / "wandb-data"),
            "JUDGE_RL_TEST_TAG": tag}  # fmt: skip
     env.pop("RAY_ADDRESS", None)
+    started = time.time()
     try:
         with open(tmp_path / "launch1.log", "wb") as log1:
             first = subprocess.Popen(command, cwd=launch_dir, env=env, stdout=log1, stderr=subprocess.STDOUT)
@@ -239,6 +240,10 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
         (tmp_path / "launch2.log").write_text(console_out)
         assert second.returncode == 0, _rollout_errors(console_out, scratch) + console_out[-4000:]
         assert not _job_processes(tag)
+        # nor their shared memory: vLLM's message queues (240 + 160 MB files) were left by each launch, killed or not
+        left = [p.name for p in Path("/dev/shm").iterdir() if p.name.startswith(("psm_", "verl_weights_"))
+                and p.stat().st_ctime >= started]
+        assert not left, left
 
         # no secret value anywhere: the run dir (verl's W&B run and the job's own), Ray's session logs (where verl
         # prints its config), the temp files, W&B's config and cache, the launch directory, the console
@@ -277,6 +282,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # 17.8 GB used at its peak: verl's job and the served judge's vLLM engine
 @pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_the_policy_job_runs_on_verl_cpu_with_a_locally_served_judge(tmp_path):
     # verl's reward loop calls judge_rl's async compute_score in its reward workers, which grade over HTTP with the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -104,6 +105,13 @@ kids.append(subprocess.Popen([sys.executable, "-c", loop], start_new_session=Tru
 orphan = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
                            + repr(loop) + "], process_group=0); print(p.pid, flush=True)"], stdout=subprocess.PIPE, text=True)
 pids = [os.getpid(), *(k.pid for k in kids), int(orphan.stdout.readline())]
+# shared memory as vLLM's message queues hold it: mapped, never unlinked
+import mmap
+shm = f"/dev/shm/psm_jrtree{os.getpid()}"
+fd = os.open(shm, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+os.ftruncate(fd, 1 << 20)
+held = mmap.mmap(fd, 1 << 20)
+held[:5] = b"hello"
 open(sys.argv[2] + ".tmp", "w").write(" ".join(map(str, pids)))
 os.replace(sys.argv[2] + ".tmp", sys.argv[2])
 if sys.argv[1] == "wait":
@@ -147,6 +155,7 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
     """On the main of issue 36 a kill -9 of the job left verl's process (re-parented to init) and its Ray and vLLM
     processes training, with the run dir's lock free: they wrote the next checkpoint into it. Ray puts each worker
     in a process group of its own, so stopping the entry process's group is not enough."""
+    import mmap
     import signal
     import time
 
@@ -157,6 +166,8 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
     assert "exit code 0" in out.stdout, out.stderr[-2000:]
     pids = [int(p) for p in (run_dir / "pids").read_text().split()]
     assert len(pids) == 5 and not _alive(pids)
+    # and the shared memory the job's processes left is gone (what a killed vLLM or weight sync leaves: up to 622 MB)
+    assert not Path(f"/dev/shm/psm_jrtree{pids[0]}").exists()
 
     # the job is killed with kill -9: every process of verl's session dies within seconds, and the run dir's lock is
     # free only once none is left
@@ -164,6 +175,13 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
     job = subprocess.Popen([sys.executable, "-c", _JOB, str(run_dir), _TREE, "wait"], cwd=REPO_ROOT)
     pids = _pids(run_dir, job)
     assert len(_alive(pids)) == 5 and not run_dir_lock_free(run_dir)
+    left = Path(f"/dev/shm/psm_jrtree{pids[0]}")
+    assert left.exists()
+    # shared memory made while the job ran but still mapped by a process outside it (another job's) is not touched
+    other = Path(f"/dev/shm/psm_jrother{os.getpid()}")
+    fd = os.open(other, os.O_RDWR | os.O_CREAT, 0o600)
+    os.ftruncate(fd, 4096)
+    other_map = mmap.mmap(fd, 4096)
     os.kill(job.pid, signal.SIGKILL)
     job.wait()
     killed = time.monotonic()
@@ -174,3 +192,9 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
     while not run_dir_lock_free(run_dir) and time.monotonic() - killed < 15:  # the watchdog exits once it saw none left
         time.sleep(0.05)
     assert run_dir_lock_free(run_dir)
+    try:
+        assert not left.exists() and other.exists()
+    finally:
+        other_map.close()
+        os.close(fd)
+        other.unlink()

@@ -265,12 +265,13 @@ def run_session(command: list[str], env: Mapping[str, str], lock_fd: int | None 
     only once the session is empty."""
     fds = (lock_fd,) if lock_fd is not None else ()
     marker = f"{os.getpid()}-{secrets.token_hex(6)}"  # inherited by every process of the job (session_watchdog.py)
+    started = time.time()  # the shared memory the job's processes leave is what was made since (remove_left_shm)
     proc = subprocess.Popen(command, env={**env, MARKER_ENV: marker}, start_new_session=True,
                             preexec_fn=stopping.die_with_parent(), pass_fds=fds)
-    stop = lambda: stop_session(proc.pid, STOP_GRACE_S, reap=proc.poll, marker=marker)  # noqa: E731
+    stop = lambda: stop_session(proc.pid, STOP_GRACE_S, reap=proc.poll, marker=marker, shm_since=started)  # noqa: E731
     try:
         watchdog = subprocess.Popen([sys.executable, str(WATCHDOG), str(os.getpid()), str(proc.pid), str(WATCHDOG_GRACE_S),
-                                     marker], stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=fds)
+                                     marker, repr(started)], stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=fds)
     except BaseException:
         stop()
         raise
