@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -31,7 +32,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # Tests that start verl's Ray jobs, vLLM engines or served judges (several GB each) run on one pytest-xdist worker, one
 # after another; every other test goes to whichever worker is free. Measured: two verl jobs at once, or a verl job beside
 # the vLLM tests, pushed this 24 GB machine past Ray's memory monitor (95%), which killed verl's vLLM servers (the job
-# then waited in update_weights until the test's timeout).
+# then waited in update_weights until the test's timeout). The two largest verl jobs (19.1 GB used with the two-node
+# test, 17.8 GB with the policy job's) are marked `alone`: memory_gate below runs them with nothing beside them.
 ENGINE_TESTS = (
     "backends/test_verl_cpu.py::test_a_real_verl_grpo_job", "backends/test_verl_cpu.py::test_the_policy_job_runs_on_verl",
     "backends/test_verl_two_nodes.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
@@ -52,6 +54,43 @@ def pytest_xdist_make_scheduler(config, log):
             return "engines" if nodeid.removeprefix("tests/").startswith(ENGINE_TESTS) else nodeid
 
     return EngineTestsTogether(config, log)
+
+
+# the folder of this test run's memory_gate locks: the controlling process's scratch folder, which pytest-xdist's
+# workers (started after this module is imported) inherit
+GATE_DIR = Path(os.environ.setdefault("JUDGE_RL_TEST_GATE_DIR", str(_SCRATCH)))
+
+
+@contextlib.contextmanager
+def memory_gate(alone: bool, lock_dir: Path | None):
+    """A test marked `alone` runs with no test of another worker beside it, and the others share the machine: a shared
+    lock for each test, an exclusive one for `alone` (fcntl locks on files in `lock_dir`, released by the kernel even
+    if a worker dies). A turnstile lock taken first keeps a waiting `alone` test from being overtaken by the other
+    worker's next tests. With no `lock_dir` (one process) it does nothing."""
+    if lock_dir is None:
+        yield
+        return
+    import fcntl
+
+    with open(lock_dir / "door.lock", "a+") as door, open(lock_dir / "gate.lock", "a+") as gate:
+        fcntl.flock(door, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(door, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Setup, call and teardown of each test inside memory_gate, under pytest-xdist (the `alone` mark:
+    pyproject.toml's markers)."""
+    with memory_gate(item.get_closest_marker("alone") is not None,
+                     GATE_DIR if os.environ.get("PYTEST_XDIST_WORKER") else None):
+        yield
 
 
 def pytest_sessionstart(session):

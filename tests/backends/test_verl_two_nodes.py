@@ -52,6 +52,7 @@ def two_nodes():
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # 19.1 GB used at its peak: a vLLM engine and an FSDP rank on each node
 @pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_a_verl_job_places_one_fsdp_rank_on_each_node_of_a_two_node_ray_cluster(two_nodes, tmp_path):
     address, env, scratch = two_nodes
