@@ -198,3 +198,25 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
         other_map.close()
         os.close(fd)
         other.unlink()
+
+
+def test_a_failed_verl_job_is_one_line_with_why_and_what_a_rerun_resumes_from(tmp_path):
+    from ray.exceptions import RayTaskError
+
+    from judge_rl.backends.verl.entry import raised_line
+    from judge_rl.backends.verl.launch import failed_line
+
+    # a Ray task's error is named by what the task raised, not by Ray's `ray::Actor.method() (pid=...)` header
+    err = RayTaskError(function_name="TaskRunnerV1.run", traceback_str="Traceback ...", cause=RuntimeError("boom\nmore"))
+    assert raised_line(err) == "verl raised RuntimeError: boom"
+    assert raised_line(ValueError("\x1b[36mred\x1b[39m text")) == "verl raised ValueError: red text"
+
+    failure, ckpts = tmp_path / "failure.txt", tmp_path / "checkpoints"
+    assert failed_line(1, failure, ckpts) == ("verl's job exited with code 1: see its log above; no checkpoint yet: a "
+                                              "re-run starts from step 1")
+    failure.write_text("lost Ray node abc (10.0.0.2) mid-job\n")
+    ckpts.mkdir()
+    (ckpts / "latest_checkpointed_iteration.txt").write_text("3")
+    line = failed_line(75, failure, ckpts)
+    assert line == "verl's job exited with code 75: lost Ray node abc (10.0.0.2) mid-job; a re-run resumes from global_step_3"
+    assert "\n" not in line

@@ -10,6 +10,9 @@ The Ray this process starts (no cluster.ray_address) inherits this process's env
 they read the key from there. On an existing cluster the workers read it from their node's environment: start each
 node with it (`WANDB_API_KEY=... ray start ...`); this process names the secrets it does not forward.
 
+A Ray node lost mid-job ends it in one line (NodeWatch): the line goes to <config dir>/failure.txt, which the job
+reads, and so does the last line of any other exception verl raised.
+
 This process leads its own process group (launch.py starts it in a new session), which verl's Ray processes and
 vLLM's engines join: the job that launched it stops the group when it ends, and a watchdog does when it is killed.
 """
@@ -17,12 +20,19 @@ vLLM's engines join: the job that launched it stops the group when it ends, and 
 from __future__ import annotations
 
 import os
+import re
 import sys
+import threading
+import time
+from pathlib import Path
 from typing import Mapping
 
 from omegaconf import OmegaConf, open_dict
 
-from judge_rl.backends.verl.launch import EXTRA_FORWARDED_ENV, FORWARDED_ENV, is_secret
+from judge_rl.backends.verl.launch import EXTRA_FORWARDED_ENV, FAILURE_FILE, FORWARDED_ENV, NODE_LOST_EXIT, is_secret
+
+NODE_POLL_S = 2.0  # how often NodeWatch asks Ray for its nodes
+NODE_DEAD_WAIT_S = 60.0  # after verl raised: how long Ray may take to mark a lost node dead (its health checks)
 
 
 def forwarded_names(environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -63,6 +73,78 @@ def cluster_note(environ: Mapping[str, str]) -> str | None:
             "environment; start each node with them set (`WANDB_API_KEY=... ray start ...`)")
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def raised_line(err: BaseException) -> str:
+    """'verl raised <Type>: <first line>' of an exception, a Ray task's error by the exception the task raised."""
+    cause = getattr(err, "cause", None)  # RayTaskError: the remote exception, not Ray's `ray::Actor.method() (pid=...)`
+    if isinstance(cause, BaseException):
+        err = cause
+    text = ANSI.sub("", str(err)).strip()
+    return f"verl raised {type(err).__name__}" + (f": {text.splitlines()[0][:200]}" if text else "")
+
+
+def lost_nodes(alive_at_start: set[str]) -> list[str]:
+    """'<node id> (<address>)' of each Ray node that was alive when the job started and is dead now."""
+    import ray
+
+    return [f"{n['NodeID']} ({n.get('NodeManagerAddress', '?')})" for n in ray.nodes()
+            if n["NodeID"] in alive_at_start and not n["Alive"]]
+
+
+class NodeWatch:
+    """Watches the Ray cluster the job runs on from a thread of this (the driver's) process: once a node that was
+    alive when Ray came up is dead, it writes one line naming it to `failure_path` and ends this process (exit
+    NODE_LOST_EXIT), which ends the job. verl does not always notice: with the rollout servers gone, its trainer
+    waited in update_weights for a reply that never came (a ZeroMQ receive without a timeout)."""
+
+    def __init__(self, failure_path: Path, poll_s: float = NODE_POLL_S):
+        self.failure_path, self.poll_s = failure_path, poll_s
+        self.alive_at_start: set[str] | None = None
+        self.running = True  # verl's main is running: a node that goes as Ray shuts down afterwards is no failure
+        threading.Thread(target=self._run, name="judge_rl-node-watch", daemon=True).start()
+
+    def _run(self) -> None:
+        import ray
+
+        while not ray.is_initialized():  # verl's run_ppo starts or joins Ray
+            time.sleep(self.poll_s)
+        self.alive_at_start = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        while True:
+            time.sleep(self.poll_s)
+            try:
+                lost = lost_nodes(self.alive_at_start)
+            except Exception:  # Ray shutting down as the job ends
+                return
+            if lost and self.running:
+                self.fail(lost, "")
+                os._exit(NODE_LOST_EXIT)
+
+    def fail(self, lost: list[str], cause: str) -> None:
+        line = f"lost Ray node {', '.join(lost)} mid-job{cause}"
+        self.failure_path.write_text(line + "\n")
+        print(f"judge_rl: {line}", file=sys.stderr, flush=True)
+
+    def explain(self, err: BaseException, wait_s: float = NODE_DEAD_WAIT_S) -> None:
+        """After verl raised `err`: the line naming a node that died, once Ray has marked it dead (within `wait_s`),
+        else the exception's own line."""
+        from ray.exceptions import RayError
+
+        cause = f"; {raised_line(err)}"
+        deadline = time.monotonic() + (wait_s if isinstance(err, RayError) else 0.0)
+        while self.alive_at_start is not None and time.monotonic() < deadline:
+            try:
+                lost = lost_nodes(self.alive_at_start)
+            except Exception:
+                break
+            if lost:
+                self.fail(lost, cause)
+                return
+            time.sleep(self.poll_s)
+        self.failure_path.write_text(cause.removeprefix("; ") + "\n")
+
+
 def main(path: str) -> None:
     from verl.trainer.main_ppo import main as verl_main
 
@@ -70,7 +152,19 @@ def main(path: str) -> None:
     if note:
         print(note, flush=True)
     cfg = with_forwarded_env(OmegaConf.load(path), os.environ)
-    verl_main(cfg)  # hydra.main passes a given config straight to the task function
+    failure = Path(path).with_name(FAILURE_FILE)
+    watch = NodeWatch(failure) if os.environ.get("RAY_ADDRESS") else None  # an existing cluster: nodes can go
+    try:
+        verl_main(cfg)  # hydra.main passes a given config straight to the task function
+    except Exception as err:
+        if watch is not None:
+            watch.running = False
+            watch.explain(err)
+        else:
+            failure.write_text(raised_line(err) + "\n")
+        raise
+    if watch is not None:
+        watch.running = False
 
 
 if __name__ == "__main__":

@@ -69,6 +69,12 @@ VLLM_CPU_KVCACHE_GB = "1"  # vLLM-CPU's KV cache (GiB) when VLLM_CPU_KVCACHE_SPA
 # (the policy job forwards its judge's `judge.api_key_env` this way: the name travels, never the value).
 EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
 METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
+FAILURE_FILE = "failure.txt"  # beside the config: why the entry process failed, one line (entry.py)
+NODE_LOST_EXIT = 75  # the entry's exit code when a Ray node was lost mid-job
+
+
+class VerlJobFailed(RuntimeError):
+    """verl's job exited non-zero: the one line why (the entry's failure.txt) and what a re-run resumes from."""
 
 
 def is_secret(name: str) -> bool:
@@ -240,10 +246,14 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
     Hugging Face directory (<run_dir>/rl_model). The local backend's live evaluation (task.eval_fn) is not run."""
     cfg, path, command, env = prepare(job, run_dir, task, launch=True)
     console.print(f"verl: launching {shown_command(job, command)}")
+    failure = Path(path).with_name(FAILURE_FILE)
+    failure.unlink(missing_ok=True)
     try:
         # a SIGTERM to this job goes on to verl's process, which stops (its last checkpoint is what a re-run resumes
         # from); this job then stops as interrupted (judge_rl/stopping.py)
         code = run_session(command, env, held_lock_fd(run_dir))
+        if code and not stopping.requested():
+            raise VerlJobFailed(failed_line(code, failure, Path(cfg.trainer.default_local_dir)))
         if code:
             raise subprocess.CalledProcessError(code, command)
     finally:  # the steps verl finished count even when it crashed later
@@ -253,6 +263,16 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
             log(record, step)
             history.append(record)
     return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=history)
+
+
+def failed_line(code: int, failure: Path, ckpt_root: Path) -> str:
+    """One line for a verl job that exited with `code`: why (the entry's `failure` file, when it wrote one) and what a
+    re-run resumes from (the last checkpoint under `ckpt_root`)."""
+    why = failure.read_text().strip() if failure.is_file() else ""
+    latest = ckpt_root / "latest_checkpointed_iteration.txt"
+    step = latest.read_text().strip() if latest.is_file() else ""
+    resume = f"a re-run resumes from global_step_{step}" if step else "no checkpoint yet: a re-run starts from step 1"
+    return f"verl's job exited with code {code}: {why or 'see its log above'}; {resume}"
 
 
 def run_session(command: list[str], env: Mapping[str, str], lock_fd: int | None = None) -> int:
