@@ -53,6 +53,30 @@ def _worker_raylet(scratch: Path) -> tuple[int, str]:
     raise AssertionError("no worker raylet")
 
 
+SECRETS = {"WANDB_API_KEY": "sk-test-SECRET-two-nodes-wandb", "HF_TOKEN": "hf_test_SECRET_two_nodes"}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        pairs = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return {}
+    return dict(p.split("=", 1) for p in pairs if "=" in p)
+
+
+def _children(pid: int) -> list[int]:
+    import psutil
+
+    return [c.pid for c in psutil.Process(pid).children()]
+
+
 @pytest.fixture
 def two_nodes():
     """(address, environment, Ray's temp dir) of a two-node cluster; every Ray process of it gone afterwards."""
@@ -80,16 +104,21 @@ def two_nodes():
 @pytest.mark.alone  # 19.1 GB used at its peak: a vLLM engine and an FSDP rank on each node
 @pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resumes_on_the_restarted_cluster(two_nodes, tmp_path):
-    """One FSDP rank on each node; the second node's raylet killed (kill -9) once step 1 is checkpointed: the job ends
-    within a stated time in one line naming that node, status failed; with the node started again, the same command
-    resumes from global_step_1, trains step 2, merges and evaluates."""
+    """One FSDP rank on each node, the driver's W&B settings and HF cache seen by the other node's workers; the second
+    node's raylet killed (kill -9) once step 1 is checkpointed: the job ends within a stated time in one line naming
+    that node, status failed; with the node started again, the same command resumes from global_step_1, trains step
+    2, merges and evaluates; no secret value in any file the job or Ray (both nodes' logs) wrote."""
     address, env, scratch = two_nodes
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "judge_rl", "cluster=cpu_verl", "cluster.nnodes=2", f"cluster.ray_address={address}",
                "stages=[rl,eval_rl]", "trainer.total_steps=2", "trainer.save_every=1", "trainer.max_new_tokens=32",
-               "eval.limit=4", "eval.benchmarks=[]", "logger=none", f"run_dir={run_dir}",
+               "eval.limit=4", "eval.benchmarks=[]", "logger=wandb", "logger.project=jr-two-nodes", "logger.group=jr-group",
+               f"run_dir={run_dir}",
                f"hydra.run.dir={tmp_path / 'hydra'}"]  # fmt: skip
-    env = {**env, "PYTHONWARNINGS": "ignore"}
+    # W&B's settings and the HF cache reach the other node's workers; the secrets reach no file the job or Ray writes
+    reach = {"WANDB_MODE": "offline", "WANDB_PROJECT": "jr-two-nodes", "WANDB_RUN_GROUP": "jr-group",
+             "HF_HOME": str(Path.home() / ".cache" / "huggingface")}
+    env = {**env, "PYTHONWARNINGS": "ignore", "WANDB_MODE": "offline", "HF_HOME": reach["HF_HOME"], **SECRETS}
     ckpts = run_dir / "verl" / "checkpoints"
     latest = ckpts / "latest_checkpointed_iteration.txt"
     with open(tmp_path / "launch1.log", "w") as log:
@@ -101,6 +130,13 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
             time.sleep(1)
         assert first.poll() is None, (tmp_path / "launch1.log").read_text()[-4000:]
         raylet, node_id = _worker_raylet(scratch)
+        # what the job's workers on the other node see (not the node's own agents, nor idle workers started before it)
+        workers = {_cmdline(pid)[:40]: _environ(pid) for pid in _children(raylet) if _cmdline(pid).startswith("ray::")
+                   and not _cmdline(pid).startswith(("ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent"))}
+        assert any(name.startswith("ray::WorkerDict") for name in workers), list(workers)  # a rank on this node
+        seen = {name: {k: environ.get(k) for k in reach} for name, environ in workers.items()}
+        assert all(values == reach for values in seen.values()), seen
+        assert not any(set(SECRETS) & set(environ) for environ in workers.values())  # never in Ray's runtime env
         os.kill(raylet, signal.SIGKILL)  # the node is gone: its raylet, then its workers
         lost = time.monotonic()
         first.wait(timeout=180)  # never a hang: Ray marks the node dead within seconds, the job ends with it
@@ -109,8 +145,10 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
         if first.poll() is None:
             first.kill()
     log = (tmp_path / "launch1.log").read_text(errors="ignore")
-    last = log.strip().splitlines()[-1]
-    assert first.returncode == 1 and last.startswith("judge_rl: error: VerlJobFailed: verl's job exited"), log[-4000:]
+    errors = [line for line in log.splitlines() if line.startswith("judge_rl: error:")]  # W&B's own lines follow it
+    assert first.returncode == 1 and len(errors) == 1, log[-4000:]
+    last = errors[0]
+    assert last.startswith("judge_rl: error: VerlJobFailed: verl's job exited"), last
     assert f"lost Ray node {node_id}" in last and "a re-run resumes from global_step_1" in last, last
     assert json.loads((run_dir / "status.json").read_text())["status"] == "failed"
     print(f"the job ended {ended_s:.0f} s after the node was lost: {last}")
@@ -126,6 +164,11 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
     assert (run_dir / "rl_model" / "model.safetensors").is_file()
     held_out = json.loads((run_dir / "results.json").read_text())["evaluations"]["rl"]["held_out"]["metrics"]
     assert held_out["n_pairs"] == 4 and held_out["n_items"] == 8  # the merged two-node checkpoint, both orders
+    hits = [f"{path}: {v}" for root in (run_dir, scratch, tmp_path / "launch1.log") for path in
+            ([root] if root.is_file() else root.rglob("*")) if path.is_file() and not path.is_symlink()
+            for v in SECRETS.values() if v.encode() in path.read_bytes()]  # fmt: skip
+    assert not hits and SECRETS["HF_TOKEN"] not in second.stdout + second.stderr, hits
+    assert list((run_dir / "verl" / "wandb").glob("offline-run-*/run-*.wandb"))  # verl's W&B run, offline
     # each node's raylet (the lost one, the head, the restarted one) started one of verl's training workers
     logs = sorted((scratch / "session_latest" / "logs").glob("raylet*.out"))
     assert len(logs) == 3, logs
