@@ -79,19 +79,20 @@ def _children(pid: int) -> list[int]:
 
 @pytest.fixture
 def two_nodes():
-    """(address, environment, Ray's temp dir) of a two-node cluster; every Ray process of it gone afterwards."""
+    """(address, environment, Ray's temp dir, Ray Client address) of a two-node cluster; every Ray process of it gone
+    afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="jr2n", dir="/tmp"))  # short: Ray's Unix sockets live under it
     # one machine, no token: a joining `ray start` does not send the head's auth token unless RAY_AUTH_MODE=token
     env = {**os.environ, "RAY_TMPDIR": str(scratch), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
-    port = free_port()
+    port, client_port = free_port(), free_port()
     try:
         subprocess.run([str(RAY), "start", "--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={scratch}",
-                        f"--ray-client-server-port={free_port()}", *NODE], env=env, check=True, capture_output=True,
+                        f"--ray-client-server-port={client_port}", *NODE], env=env, check=True, capture_output=True,
                        timeout=120)  # fmt: skip
         _join(f"127.0.0.1:{port}", env)
         _wait_for_nodes(f"127.0.0.1:{port}", env, 2)
-        yield f"127.0.0.1:{port}", env, scratch
+        yield f"127.0.0.1:{port}", env, scratch, f"ray://127.0.0.1:{client_port}"
     finally:
         subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=120)
         deadline = time.monotonic() + 30
@@ -106,9 +107,10 @@ def two_nodes():
 def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resumes_on_the_restarted_cluster(two_nodes, tmp_path):
     """One FSDP rank on each node, the driver's W&B settings and HF cache seen by the other node's workers; the second
     node's raylet killed (kill -9) once step 1 is checkpointed: the job ends within a stated time in one line naming
-    that node, status failed; with the node started again, the same command resumes from global_step_1, trains step
-    2, merges and evaluates; no secret value in any file the job or Ray (both nodes' logs) wrote."""
-    address, env, scratch = two_nodes
+    that node, status failed; with the node started again, the same job through Ray Client (ray://) is refused in one
+    line without cluster.shared_fs and with it resumes from global_step_1, trains step 2, merges and evaluates; no
+    secret value in any file the job or Ray (both nodes' logs) wrote."""
+    address, env, scratch, client = two_nodes
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "judge_rl", "cluster=cpu_verl", "cluster.nnodes=2", f"cluster.ray_address={address}",
                "stages=[rl,eval_rl]", "trainer.total_steps=2", "trainer.save_every=1", "trainer.max_new_tokens=32",
@@ -155,8 +157,17 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
 
     _join(address, env)  # the node back, as a cluster manager restarts it
     _wait_for_nodes(address, env, 2)
-    second = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
+    # the re-run goes through Ray Client (ray://, as from a laptop), which ships the workers no files: refused in one
+    # line before any model loads unless the job states that they share its filesystem (here they do)
+    through_client = [c for c in command if not c.startswith("cluster.ray_address=")] + [f"cluster.ray_address={client}"]
+    refused = subprocess.run(through_client, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("judge_rl: error:")]
+    assert refused.returncode == 1 and len(errors) == 1 and "cluster.shared_fs" in errors[0], refused.stderr[-3000:]
+    assert latest.read_text().strip() == "1"
+    second = subprocess.run([*through_client, "cluster.shared_fs=true"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=1200)  # fmt: skip
     assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
+    assert f"Using address {client}" in second.stdout + second.stderr  # verl's driver joined through Ray Client
     assert latest.read_text().strip() == "2" and (ckpts / "global_step_2" / "actor").is_dir()
     launches = sorted((run_dir / "verl" / "metrics").glob("*.jsonl"))
     assert len(launches) == 2
