@@ -184,3 +184,54 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
     logs = sorted((scratch / "session_latest" / "logs").glob("raylet*.out"))
     assert len(logs) == 3, logs
     assert all("WorkerDict.__init__" in log.read_text(errors="ignore") for log in logs), [log.name for log in logs]
+
+
+# a driver that joins the cluster, puts an actor on each node and then waits forever, as verl's trainer did in
+# update_weights once its rollout servers were gone (a ZeroMQ receive without a timeout): it never raises
+_HANGING_DRIVER = """
+import sys, time
+from pathlib import Path
+import ray
+from judge_rl.backends.verl.entry import NodeWatch
+
+watch = NodeWatch(Path(sys.argv[1]), poll_s=0.5)
+ray.init(address=sys.argv[2])
+
+@ray.remote(num_gpus=1, num_cpus=0)
+class Rank:
+    def node(self):
+        return ray.get_runtime_context().get_node_id()
+
+ranks = [Rank.remote() for _ in range(2)]
+print("nodes", sorted(ray.get([r.node.remote() for r in ranks])), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_a_driver_that_hangs_when_a_node_is_lost_is_ended_by_the_node_watch_in_one_line(two_nodes, tmp_path):
+    """The path where verl does not raise: the driver waits forever; NodeWatch (judge_rl/backends/verl/entry.py)
+    sees Ray mark the killed node dead, writes the line naming it and ends the driver with NODE_LOST_EXIT."""
+    from judge_rl.backends.verl.launch import NODE_LOST_EXIT
+
+    address, env, scratch, _ = two_nodes
+    failure = tmp_path / "failure.txt"
+    driver = subprocess.Popen([sys.executable, "-c", _HANGING_DRIVER, str(failure), address], cwd=tmp_path,
+                              env={**env, "RAY_ADDRESS": address}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        line = driver.stdout.readline()  # both ranks placed, one on each node
+        raylet, node_id = _worker_raylet(scratch)
+        assert line.startswith("nodes") and node_id in line and line.count("'") == 4, line + driver.stderr.read()[-3000:]
+        os.kill(raylet, signal.SIGKILL)
+        lost = time.monotonic()
+        code = driver.wait(timeout=120)
+        ended_s = time.monotonic() - lost
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    err = driver.stderr.read()
+    assert code == NODE_LOST_EXIT, err[-3000:]
+    assert failure.read_text().startswith(f"lost Ray node {node_id} (") and "mid-job" in failure.read_text()
+    assert f"judge_rl: lost Ray node {node_id}" in err
+    print(f"the hanging driver ended {ended_s:.0f} s after the node was lost")

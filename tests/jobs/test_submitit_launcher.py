@@ -79,3 +79,37 @@ def test_sigterm_to_a_point_under_submitit_stops_it_cleanly_and_a_rerun_resumes(
     assert int(marker.read_text()) == 6
     results = json.loads((point / "results.json").read_text())
     assert results["training"]["rl"]["resumed_from"] == step_at_stop
+
+
+def test_usr2_to_a_point_under_submitit_checkpoints_its_step_and_submitit_requeues_it_and_it_resumes(tmp_path):
+    """Preemption and the time limit under submitit arrive as USR2 (SLURM's `--signal=USR2@90`; the local executor
+    sends it at timeout_min minus signal_delay_s). submitit's own handler would raise SystemExit mid-step and requeue;
+    judge_rl's takes the signal over: the point finishes and checkpoints the step under way (status "interrupted",
+    SIGUSR2), then hands over to submitit, which requeues it: the local executor restarts the point's process, which
+    resumes from that checkpoint and finishes. The sweep ends 0 with no re-run by hand."""
+    sweep_dir = tmp_path / "sweep"
+    overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=6", "trainer.save_every=2", "trainer.max_new_tokens=32",
+                 f"cache_dir={CACHE_DIR}", "seed=0"]  # fmt: skip
+    proc = sweep(*overrides, sweep_dir=sweep_dir, cwd=tmp_path)
+    point = sweep_dir / "0"
+    marker = point / "checkpoints" / "latest_checkpointed_iteration.txt"
+    deadline = time.monotonic() + 300
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), proc.communicate(timeout=60)[1][-3000:]
+    first = read_status(point)
+    assert first["status"] == "running" and int(marker.read_text()) == 2  # save_every=2: step 3 is under way or next
+    os.kill(first["pid"], signal.SIGUSR2)  # the point's process, as submitit's controller signals it
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    status = read_status(point)
+    assert status["status"] == "finished" and status["launches"] == 2 and status["pid"] != first["pid"], status
+    assert int(marker.read_text()) == 6
+    # the step under way was finished and checkpointed off the save_every=2 schedule: the requeued launch resumed
+    # from it, not from step 2
+    resumed = json.loads((point / "results.json").read_text())["training"]["rl"]["resumed_from"]
+    assert resumed in (3, 4, 5), resumed
+    log = "".join(p.read_text(errors="ignore") for p in sweep_dir.glob(".submitit/*/*_log.*"))
+    assert f"rl: stopped by SIGUSR2 after step {resumed}, checkpointed" in log, log[-3000:]
+    assert "judge_rl: stopped by SIGUSR2 (submitit: preemption or time limit)" in log
+    assert "Requeued job" in log and "Job not requeued" not in log

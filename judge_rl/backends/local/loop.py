@@ -243,8 +243,8 @@ def _train(job: LaunchJob, backend: LocalBackend, tokenizer, items, log, run_dir
                     save_checkpoint(backend, tokenizer, ckpt_root, step, job.trainer.keep_checkpoints, origin["init"],
                                     rows=rows)  # fmt: skip
                     if stopping.requested():
-                        console.print(f"[yellow]rl: stopped by SIGTERM after step {step}, checkpointed; a re-run "
-                                      "resumes[/yellow]")  # fmt: skip
+                        console.print(f"[yellow]rl: stopped by {stopping.signal_name()} after step {step}, "
+                                      "checkpointed; a re-run resumes[/yellow]")  # fmt: skip
                 advance(1)
     with stopping.deferred():  # the final model and its marker, whole: a half-written pair would block the resume
         save_model(backend.policy, tokenizer, final_dir)

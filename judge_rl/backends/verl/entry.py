@@ -111,15 +111,23 @@ class NodeWatch:
         while not ray.is_initialized():  # verl's run_ppo starts or joins Ray
             time.sleep(self.poll_s)
         self.alive_at_start = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        lost = self._lost_within(float("inf"))
+        if lost and self.running:
+            self.fail(lost, "")
+            os._exit(NODE_LOST_EXIT)
+
+    def _lost_within(self, wait_s: float) -> list[str]:
+        """The nodes lost so far, asked of Ray every poll_s until one is or `wait_s` has passed; [] also once Ray is
+        gone (shutting down as the job ends)."""
+        deadline = time.monotonic() + wait_s
         while True:
-            time.sleep(self.poll_s)
             try:
-                lost = lost_nodes(self.alive_at_start)
-            except Exception:  # Ray shutting down as the job ends
-                return
-            if lost and self.running:
-                self.fail(lost, "")
-                os._exit(NODE_LOST_EXIT)
+                lost = lost_nodes(self.alive_at_start or set())
+            except Exception:
+                return []
+            if lost or time.monotonic() >= deadline:
+                return lost
+            time.sleep(self.poll_s)
 
     def fail(self, lost: list[str], cause: str) -> None:
         line = f"lost Ray node {', '.join(lost)} mid-job{cause}"
@@ -127,22 +135,17 @@ class NodeWatch:
         print(f"judge_rl: {line}", file=sys.stderr, flush=True)
 
     def explain(self, err: BaseException, wait_s: float = NODE_DEAD_WAIT_S) -> None:
-        """After verl raised `err`: the line naming a node that died, once Ray has marked it dead (within `wait_s`),
-        else the exception's own line."""
+        """After verl raised `err`: the line naming a node that died, once Ray has marked it dead (within `wait_s`,
+        for a Ray error), else the exception's own line. The thread stops watching: this line is the job's."""
         from ray.exceptions import RayError
 
+        self.running = False
         cause = f"; {raised_line(err)}"
-        deadline = time.monotonic() + (wait_s if isinstance(err, RayError) else 0.0)
-        while self.alive_at_start is not None and time.monotonic() < deadline:
-            try:
-                lost = lost_nodes(self.alive_at_start)
-            except Exception:
-                break
-            if lost:
-                self.fail(lost, cause)
-                return
-            time.sleep(self.poll_s)
-        self.failure_path.write_text(cause.removeprefix("; ") + "\n")
+        lost = [] if self.alive_at_start is None else self._lost_within(wait_s if isinstance(err, RayError) else 0.0)
+        if lost:
+            self.fail(lost, cause)
+        else:
+            self.failure_path.write_text(cause.removeprefix("; ") + "\n")
 
 
 def main(path: str) -> None:
@@ -158,13 +161,13 @@ def main(path: str) -> None:
         verl_main(cfg)  # hydra.main passes a given config straight to the task function
     except Exception as err:
         if watch is not None:
-            watch.running = False
             watch.explain(err)
         else:
             failure.write_text(raised_line(err) + "\n")
         raise
-    if watch is not None:
-        watch.running = False
+    finally:
+        if watch is not None:  # verl's main is over: a node that goes as Ray shuts down is no failure of the job
+            watch.running = False
 
 
 if __name__ == "__main__":
