@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,7 +99,9 @@ def two_nodes():
         deadline = time.monotonic() + 30
         while processes_with(str(scratch)) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert processes_with(str(scratch)) == [], "Ray processes of the two-node cluster outlived `ray stop`"
+        left = processes_with(str(scratch))
+        shutil.rmtree(scratch, ignore_errors=True)  # both nodes' session logs
+        assert left == [], "Ray processes of the two-node cluster outlived `ray stop`"
 
 
 @pytest.mark.slow
@@ -125,6 +128,7 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
     latest = ckpts / "latest_checkpointed_iteration.txt"
     with open(tmp_path / "launch1.log", "w") as log:
         first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    stages = {"start": time.monotonic()}  # each stage's wall time, printed at the end (pytest -s)
     try:
         deadline = time.monotonic() + 900
         while not (latest.is_file() and latest.read_text().strip() == "1") and first.poll() is None:
@@ -140,9 +144,10 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
         assert all(values == reach for values in seen.values()), seen
         assert not any(set(SECRETS) & set(environ) for environ in workers.values())  # never in Ray's runtime env
         os.kill(raylet, signal.SIGKILL)  # the node is gone: its raylet, then its workers
-        lost = time.monotonic()
+        lost = stages["step 1 checkpointed"] = time.monotonic()
         first.wait(timeout=180)  # never a hang: Ray marks the node dead within seconds, the job ends with it
         ended_s = time.monotonic() - lost
+        stages["the job ended"] = time.monotonic()
     finally:
         if first.poll() is None:
             first.kill()
@@ -157,6 +162,7 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
 
     _join(address, env)  # the node back, as a cluster manager restarts it
     _wait_for_nodes(address, env, 2)
+    stages["the node back"] = time.monotonic()
     # the re-run goes through Ray Client (ray://, as from a laptop), which ships the workers no files: refused in one
     # line before any model loads unless the job states that they share its filesystem (here they do)
     through_client = [c for c in command if not c.startswith("cluster.ray_address=")] + [f"cluster.ray_address={client}"]
@@ -164,12 +170,31 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
     errors = [line for line in refused.stderr.splitlines() if line.startswith("judge_rl: error:")]
     assert refused.returncode == 1 and len(errors) == 1 and "cluster.shared_fs" in errors[0], refused.stderr[-3000:]
     assert latest.read_text().strip() == "1"
+    stages["refused without shared_fs"] = time.monotonic()
+    def metrics_files() -> set[Path]:  # one a launch
+        return set((run_dir / "verl" / "metrics").glob("*.jsonl"))
+
+    before, not_connected = metrics_files(), set()
     second = subprocess.run([*through_client, "cluster.shared_fs=true"], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=1200)  # fmt: skip
+    if second.returncode and "Starting Ray client server failed" in second.stdout + second.stderr:
+        # Ray's client proxy, now and then, loses the per-client server it starts (seen once in ~8 runs: the process
+        # died within 12 ms, its log empty; ray/util/client/server/proxier.py). The job says so in one line, nothing
+        # is lost, and the same command again resumes: what a user does
+        errors = [line for line in second.stderr.splitlines() if line.startswith("judge_rl: error:")]
+        assert len(errors) == 1 and "ConnectionAbortedError" in errors[0], second.stderr[-3000:]
+        assert latest.read_text().strip() == "1"
+        print(f"Ray Client's server failed to start; the job said: {errors[0]}; running it again")
+        not_connected = metrics_files() - before
+        second = subprocess.run([*through_client, "cluster.shared_fs=true"], cwd=tmp_path, env=env, capture_output=True,
+                                text=True, timeout=1200)  # fmt: skip
     assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
+    stages["resumed, step 2, merged, evaluated"] = time.monotonic()
+    names = list(stages)
+    print("stages (s): " + ", ".join(f"{b} {stages[b] - stages[a]:.0f}" for a, b in zip(names, names[1:])))
     assert f"Using address {client}" in second.stdout + second.stderr  # verl's driver joined through Ray Client
     assert latest.read_text().strip() == "2" and (ckpts / "global_step_2" / "actor").is_dir()
-    launches = sorted((run_dir / "verl" / "metrics").glob("*.jsonl"))
+    launches = sorted(metrics_files() - not_connected)
     assert len(launches) == 2
     assert [json.loads(line)["step"] for line in launches[1].read_text().splitlines() if line.strip()] == [2]
     assert (run_dir / "rl_model" / "model.safetensors").is_file()

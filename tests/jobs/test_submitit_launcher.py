@@ -49,20 +49,26 @@ def test_a_sweep_through_submitit_runs_each_point_in_a_process_of_its_own_and_li
     assert "| trainer.save_every=1 | finished |" in md
 
 
+def _rl_point_checkpointed(tmp_path: Path, save_every: int) -> tuple[list[str], subprocess.Popen, Path, Path]:
+    """(overrides, the sweep's process, the point's run dir, its checkpoint marker) of a one-point sweep through
+    submitit training 6 RL steps, once the point's first checkpoint is written."""
+    overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=6", f"trainer.save_every={save_every}",
+                 "trainer.max_new_tokens=32", f"cache_dir={CACHE_DIR}", "seed=0"]  # fmt: skip
+    proc = sweep(*overrides, sweep_dir=tmp_path / "sweep", cwd=tmp_path)
+    point = tmp_path / "sweep" / "0"
+    marker = point / "checkpoints" / "latest_checkpointed_iteration.txt"
+    deadline = time.monotonic() + 300
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), proc.communicate(timeout=60)[1][-3000:]
+    return overrides, proc, point, marker
+
+
 def test_sigterm_to_a_point_under_submitit_stops_it_cleanly_and_a_rerun_resumes(tmp_path):
     """What SLURM sends at preemption or the time limit reaches the point's own process: submitit's job ignores
     SIGTERM (it waits for SLURM's USR2), judge_rl's handler, installed in the point, stops it after its RL step,
     status "interrupted" and exit 143; the same sweep run again resumes the point from its checkpoint."""
-    sweep_dir = tmp_path / "sweep"
-    overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=6", "trainer.save_every=1", "trainer.max_new_tokens=32",
-                 f"cache_dir={CACHE_DIR}", "seed=0"]  # fmt: skip
-    first = sweep(*overrides, sweep_dir=sweep_dir, cwd=tmp_path)
-    point = sweep_dir / "0"
-    marker = point / "checkpoints" / "latest_checkpointed_iteration.txt"
-    deadline = time.monotonic() + 300
-    while not marker.exists() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert marker.exists(), first.communicate(timeout=60)[1][-3000:]
+    overrides, first, point, marker = _rl_point_checkpointed(tmp_path, save_every=1)
     status = read_status(point)
     assert status["status"] == "running" and status["pid"] != first.pid
     os.kill(status["pid"], signal.SIGTERM)  # the point's process, as SLURM signals it
@@ -72,7 +78,7 @@ def test_sigterm_to_a_point_under_submitit_stops_it_cleanly_and_a_rerun_resumes(
     step_at_stop = int(marker.read_text())
     assert 1 <= step_at_stop < 6
 
-    again = sweep(*overrides, sweep_dir=sweep_dir, cwd=tmp_path)
+    again = sweep(*overrides, sweep_dir=point.parent, cwd=tmp_path)
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err[-3000:]
     assert read_status(point)["status"] == "finished"
@@ -87,16 +93,7 @@ def test_usr2_to_a_point_under_submitit_checkpoints_its_step_and_submitit_requeu
     judge_rl's takes the signal over: the point finishes and checkpoints the step under way (status "interrupted",
     SIGUSR2), then hands over to submitit, which requeues it: the local executor restarts the point's process, which
     resumes from that checkpoint and finishes. The sweep ends 0 with no re-run by hand."""
-    sweep_dir = tmp_path / "sweep"
-    overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=6", "trainer.save_every=2", "trainer.max_new_tokens=32",
-                 f"cache_dir={CACHE_DIR}", "seed=0"]  # fmt: skip
-    proc = sweep(*overrides, sweep_dir=sweep_dir, cwd=tmp_path)
-    point = sweep_dir / "0"
-    marker = point / "checkpoints" / "latest_checkpointed_iteration.txt"
-    deadline = time.monotonic() + 300
-    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert marker.exists(), proc.communicate(timeout=60)[1][-3000:]
+    _, proc, point, marker = _rl_point_checkpointed(tmp_path, save_every=2)
     first = read_status(point)
     assert first["status"] == "running" and int(marker.read_text()) == 2  # save_every=2: step 3 is under way or next
     os.kill(first["pid"], signal.SIGUSR2)  # the point's process, as submitit's controller signals it
@@ -109,7 +106,7 @@ def test_usr2_to_a_point_under_submitit_checkpoints_its_step_and_submitit_requeu
     # from it, not from step 2
     resumed = json.loads((point / "results.json").read_text())["training"]["rl"]["resumed_from"]
     assert resumed in (3, 4, 5), resumed
-    log = "".join(p.read_text(errors="ignore") for p in sweep_dir.glob(".submitit/*/*_log.*"))
+    log = "".join(p.read_text(errors="ignore") for p in point.parent.glob(".submitit/*/*_log.*"))
     assert f"rl: stopped by SIGUSR2 after step {resumed}, checkpointed" in log, log[-3000:]
     assert "judge_rl: stopped by SIGUSR2 (submitit: preemption or time limit)" in log
     assert "Requeued job" in log and "Job not requeued" not in log
