@@ -32,8 +32,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # Tests that start verl's Ray jobs, vLLM engines or served judges (several GB each) run on one pytest-xdist worker, one
 # after another; every other test goes to whichever worker is free. Measured: two verl jobs at once, or a verl job beside
 # the vLLM tests, pushed this 24 GB machine past Ray's memory monitor (95%), which killed verl's vLLM servers (the job
-# then waited in update_weights until the test's timeout). The two largest verl jobs (19.1 GB used with the two-node
-# test, 17.8 GB with the policy job's) are marked `alone`: memory_gate below runs them with nothing beside them.
+# then waited in update_weights until the test's timeout). The largest verl job (19.1 GB used with the two-node test)
+# is marked `alone`: memory_gate below runs it with nothing beside it. (The policy job on verl was, at 17.8 GB; with
+# 1 GiB of KV cache for its served judge it peaks at 15.7 GB and runs beside ordinary tests.)
 ENGINE_TESTS = (
     "backends/test_verl_cpu.py::test_a_real_verl_grpo_job", "backends/test_verl_cpu.py::test_the_policy_job_runs_on_verl",
     "backends/test_verl_two_nodes.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
