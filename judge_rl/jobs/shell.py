@@ -75,7 +75,7 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
             job_dir = _job_dir()
             if job_dir is not None and read_status(job_dir) is None:
                 job_dir.mkdir(parents=True, exist_ok=True)
-                write_status(job_dir, "interrupted", "SIGTERM")
+                write_status(job_dir, "interrupted", stopping.signal_name())
             signal_name = stopping.stopped_for_requeue()
             if signal_name:
                 print(f"judge_rl: stopped by {signal_name} (submitit: preemption or time limit); what was complete is "
