@@ -81,8 +81,8 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
                 print(f"judge_rl: stopped by {signal_name} (submitit: preemption or time limit); what was complete is "
                       "saved; submitit requeues the job, which resumes", file=sys.stderr, flush=True)  # fmt: skip
                 stopping.requeue()  # exits: submitit requeues the job (or raises why it will not)
-            print(f"judge_rl: interrupted by SIGTERM; what was complete is saved, a re-run in the same run_dir resumes "
-                  f"(exit {stopping.EXIT_CODE})", file=sys.stderr, flush=True)  # fmt: skip
+            print(f"judge_rl: interrupted by {stopping.signal_name()}; what was complete is saved, a re-run in the same "
+                  f"run_dir resumes (exit {stopping.EXIT_CODE})", file=sys.stderr, flush=True)  # fmt: skip
             sys.exit(stopping.EXIT_CODE)  # a sweep stops too: its scheduler asked the whole job to stop
         except Exception as e:
             line = one_line(e)

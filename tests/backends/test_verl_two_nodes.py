@@ -78,6 +78,11 @@ def _children(pid: int) -> list[int]:
     return [c.pid for c in psutil.Process(pid).children()]
 
 
+def _error_lines(output: str) -> list[str]:
+    """The job's one-line errors in its console output (W&B's closing lines may follow them)."""
+    return [line for line in output.splitlines() if line.startswith("judge_rl: error:")]
+
+
 @pytest.fixture
 def two_nodes():
     """(address, environment, Ray's temp dir, Ray Client address) of a two-node cluster; every Ray process of it gone
@@ -152,7 +157,7 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
         if first.poll() is None:
             first.kill()
     log = (tmp_path / "launch1.log").read_text(errors="ignore")
-    errors = [line for line in log.splitlines() if line.startswith("judge_rl: error:")]  # W&B's own lines follow it
+    errors = _error_lines(log)  # W&B's own lines follow it
     assert first.returncode == 1 and len(errors) == 1, log[-4000:]
     last = errors[0]
     assert last.startswith("judge_rl: error: VerlJobFailed: verl's job exited"), last
@@ -167,7 +172,7 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
     # line before any model loads unless the job states that they share its filesystem (here they do)
     through_client = [c for c in command if not c.startswith("cluster.ray_address=")] + [f"cluster.ray_address={client}"]
     refused = subprocess.run(through_client, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    errors = [line for line in refused.stderr.splitlines() if line.startswith("judge_rl: error:")]
+    errors = _error_lines(refused.stderr)
     assert refused.returncode == 1 and len(errors) == 1 and "cluster.shared_fs" in errors[0], refused.stderr[-3000:]
     assert latest.read_text().strip() == "1"
     stages["refused without shared_fs"] = time.monotonic()
@@ -175,19 +180,18 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
         return set((run_dir / "verl" / "metrics").glob("*.jsonl"))
 
     before, not_connected = metrics_files(), set()
-    second = subprocess.run([*through_client, "cluster.shared_fs=true"], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=1200)  # fmt: skip
+    resume = [*through_client, "cluster.shared_fs=true"]
+    second = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
     if second.returncode and "Starting Ray client server failed" in second.stdout + second.stderr:
         # Ray's client proxy, now and then, loses the per-client server it starts (seen once in ~8 runs: the process
         # died within 12 ms, its log empty; ray/util/client/server/proxier.py). The job says so in one line, nothing
         # is lost, and the same command again resumes: what a user does
-        errors = [line for line in second.stderr.splitlines() if line.startswith("judge_rl: error:")]
+        errors = _error_lines(second.stderr)
         assert len(errors) == 1 and "ConnectionAbortedError" in errors[0], second.stderr[-3000:]
         assert latest.read_text().strip() == "1"
         print(f"Ray Client's server failed to start; the job said: {errors[0]}; running it again")
         not_connected = metrics_files() - before
-        second = subprocess.run([*through_client, "cluster.shared_fs=true"], cwd=tmp_path, env=env, capture_output=True,
-                                text=True, timeout=1200)  # fmt: skip
+        second = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
     assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
     stages["resumed, step 2, merged, evaluated"] = time.monotonic()
     names = list(stages)
