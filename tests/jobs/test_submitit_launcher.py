@@ -110,7 +110,8 @@ def test_usr2_to_a_point_under_submitit_checkpoints_its_step_and_submitit_requeu
     assert "Requeued job" in log and "Job not requeued" not in log
     # the step under way was finished and checkpointed off the save_every=2 schedule, and the requeued launch resumed
     # from it (without the fix: from step 2, step 3's work lost). Resuming from 2 is right only where the signal
-    # came before step 3 began (seen once under CI's load without the sleep above): then no step was under way
+    # came before step 3 began (seen once under CI's load without the sleep above): then no step was under way.
+    # Steps of the tiny model can take a fraction of a second: the step under way may be the last (6)
     resumed = json.loads((point / "results.json").read_text())["training"]["rl"]["resumed_from"]
-    assert resumed in (2, 3, 4, 5), resumed
+    assert resumed in (2, 3, 4, 5, 6), resumed
     assert resumed == 2 or f"rl: stopped by SIGUSR2 after step {resumed}, checkpointed" in log, log[-3000:]
