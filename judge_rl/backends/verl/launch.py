@@ -145,7 +145,7 @@ def prepare(job: LaunchJob, run_dir: Path, task: RLTask, *, launch: bool = False
         cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}", env,
         {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
          "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
-        cluster=job.cluster, judge=verl.judge, found=probe_machine(env, machine_packages(cfg)) if launch else None,
+        cluster=job.cluster, judge=verl.judge, launch=launch,
     )  # fmt: skip
     return cfg, path, command, env
 

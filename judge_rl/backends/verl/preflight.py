@@ -90,28 +90,47 @@ def check_lengths(cfg: DictConfig, arch: ArchConfig, model_key: str) -> list[str
     return problems
 
 
-_IMPORT_REWARD = """
-import sys
-from omegaconf import OmegaConf
-from verl.trainer.ppo.reward import get_custom_reward_fn
-fn = get_custom_reward_fn(OmegaConf.load(sys.argv[1]))
-if fn is None or not callable(fn):
-    sys.exit("verl's loader found no reward function")
+_FRESH_PROCESS = """
+import json, sys
+config, packages = sys.argv[1], sys.argv[2:]
+if packages:  # probe_machine's question
+    from judge_rl.models.attention import import_error
+    found = {name: import_error(name) for name in packages}
+    import torch
+    found["cuda_devices"] = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    print("PROBE " + json.dumps(found), flush=True)
+if config:  # check_reward_import's
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    fn = get_custom_reward_fn(OmegaConf.load(config))
+    if fn is None or not callable(fn):
+        sys.exit("verl's loader found no reward function")
 """
 
 
-def check_reward_import(config_path: Path, env: Mapping[str, str]) -> list[str]:
-    """verl's own `get_custom_reward_fn` on the written config, in a fresh process with the job's
-    environment and another working directory, as a Ray worker loads it."""
+def _in_fresh_process(env: Mapping[str, str], config_path: Path | None, packages: list[str]
+                      ) -> subprocess.CompletedProcess:  # fmt: skip
+    """_FRESH_PROCESS in a fresh process of this Python with the job's environment and another working directory,
+    as a Ray worker that verl starts here (Ray starts them from this Python, with the launch environment): one
+    process for both questions, since each costs the imports of torch (and verl) again."""
     with tempfile.TemporaryDirectory() as cwd:
-        proc = subprocess.run([sys.executable, "-c", _IMPORT_REWARD, str(config_path.resolve())], env=dict(env),
-                              cwd=cwd, capture_output=True, text=True, timeout=300)
+        return subprocess.run([sys.executable, "-c", _FRESH_PROCESS, str(config_path.resolve()) if config_path else "",
+                               *packages], env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def _reward_problems(proc: subprocess.CompletedProcess) -> list[str]:
     if proc.returncode == 0:
         return []
     # verl re-raises an import failure as its own RuntimeError: name the cause too
     raised = [line.strip() for line in proc.stderr.splitlines() if re.match(r"^[\w.]+(Error|Exception)\b", line.strip())]
     why = "; raised from ".join(reversed(list(dict.fromkeys(raised)))) or proc.stderr.strip()[-300:] or f"exit {proc.returncode}"
     return [f"reward.custom_reward_function.path does not load in a fresh process: {why}"]
+
+
+def check_reward_import(config_path: Path, env: Mapping[str, str]) -> list[str]:
+    """verl's own `get_custom_reward_fn` on the written config, in a fresh process with the job's
+    environment and another working directory, as a Ray worker loads it."""
+    return _reward_problems(_in_fresh_process(env, config_path, []))
 
 
 def _wandb_key_in_netrc() -> bool:
@@ -256,34 +275,44 @@ ROLLOUT_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"
 FLASH_ATTN = "flash_attn"
 INSTALL_FLASH_ATTN = "install it (bash scripts/install_flash_attn.sh)"
 
-_PROBE = """
-import json, sys
-from judge_rl.models.attention import import_error
-found = {name: import_error(name) for name in sys.argv[1:]}
-import torch
-found["cuda_devices"] = torch.cuda.device_count() if torch.cuda.is_available() else 0
-print("PROBE " + json.dumps(found))
-"""
-
-
 def machine_packages(cfg: DictConfig) -> list[str]:
     """The packages `check_machine` asks about: the rollout engine's (when verl has that engine) and flash_attn."""
     package = ROLLOUT_PACKAGES.get(str(cfg.actor_rollout_ref.rollout.name))
     return [*([package] if package else []), FLASH_ATTN]
 
 
-def probe_machine(env: Mapping[str, str], packages: list[str]) -> dict[str, Any]:
-    """What a Ray worker that verl starts on this machine sees (Ray starts them from this Python, with the launch
-    environment): a fresh process of this Python with `env`, another working directory. Returns, for each package,
-    None when it imports or the error (one line), and `cuda_devices`: the CUDA devices torch sees (0: none)."""
-    with tempfile.TemporaryDirectory() as cwd:
-        proc = subprocess.run([sys.executable, "-c", _PROBE, *packages], env=dict(env), cwd=cwd, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+def _found(proc: subprocess.CompletedProcess) -> dict[str, Any]:
     lines = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]  # vLLM logs to stdout too
-    if proc.returncode or not lines:
+    if not lines:
         why = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise PreflightError(f"verl preflight: probing this machine's Python with the job's environment failed: {why[0]}")
     return json.loads(lines[-1][len("PROBE "):])
+
+
+def probe_machine(env: Mapping[str, str], packages: list[str]) -> dict[str, Any]:
+    """What a Ray worker that verl starts on this machine sees: for each package, None when it imports in a fresh
+    process of this Python with `env` or the error (one line), and `cuda_devices`: the CUDA devices torch sees (0:
+    none). Asked once per environment and packages in this process: a job that checked the machine before its first
+    stage (check_launch_machine) does not pay for the fresh process again at its launch."""
+    key = (tuple(sorted(env.items())), tuple(packages))
+    if key not in _PROBED:
+        _PROBED[key] = _found(_in_fresh_process(env, None, packages))
+    return _PROBED[key]
+
+
+def probe_and_check_reward(env: Mapping[str, str], packages: list[str], config_path: Path
+                           ) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    """probe_machine's answer and check_reward_import's problems, from one fresh process where the probe is not
+    known yet (each fresh process costs a few seconds of imports: ~5 s for verl's loader, ~3.5 s for the probe)."""
+    key = (tuple(sorted(env.items())), tuple(packages))
+    if key in _PROBED:
+        return _PROBED[key], check_reward_import(config_path, env)
+    proc = _in_fresh_process(env, config_path, packages)
+    _PROBED[key] = _found(proc)
+    return _PROBED[key], _reward_problems(proc)
+
+
+_PROBED: dict[tuple, dict[str, Any]] = {}
 
 
 def _rollout_install_hint(package: str, device: str) -> str:
@@ -331,10 +360,11 @@ def check_machine(cfg: DictConfig, cluster: ClusterConfig, env: Mapping[str, str
 
 def preflight(cfg: DictConfig, config_path: Path, arch: ArchConfig, model_key: str, env: Mapping[str, str],
               paths: Mapping[str, Path], *, cluster: ClusterConfig | None = None, judge: Any = None,
-              found: Mapping[str, Any] | None = None) -> None:
+              launch: bool = False) -> None:
     """Run every check; raise PreflightError listing each failure on its own line. `cluster`: the job's cluster
-    option (None: the Ray checks are skipped); `judge`: a policy job's RewardJudgeConfig (None: no judge); `found`:
-    the launch machine's probe (probe_machine; None, as in a dry run: the machine is not checked)."""
+    option (None: the Ray checks are skipped); `judge`: a policy job's RewardJudgeConfig (None: no judge); `launch`:
+    this machine launches the job, so its probe (probe_machine) is checked too (check_machine; a dry run, which may
+    check a cluster job from a laptop, does not)."""
     problems = [
         *check_tensor_parallel(cfg, arch, model_key),
         *check_lengths(cfg, arch, model_key),
@@ -344,9 +374,11 @@ def preflight(cfg: DictConfig, config_path: Path, arch: ArchConfig, model_key: s
     if cluster is not None:
         problems += [*check_ray_cluster(cluster, env), *check_ray_client(cluster, cfg, env),
                      *check_judge_address(cfg, judge, cluster, env)]  # fmt: skip
-        if found is not None:
-            problems += check_machine(cfg, cluster, env, found)
-    problems += check_reward_import(config_path, env)
+    if launch and cluster is not None:
+        found, reward = probe_and_check_reward(env, machine_packages(cfg), config_path)
+        problems += [*check_machine(cfg, cluster, env, found), *reward]
+    else:
+        problems += check_reward_import(config_path, env)
     raise_problems(problems)
 
 

@@ -472,6 +472,9 @@ CPU_VALUES: dict[str, Any] = {
     # Ray's CPU count is logical here: verl's actors each reserve CPUs (TaskRunner, transfer-queue controller and
     # storage, a CPU share in every placement-group bundle) that 2 cores would not cover, so they never schedule
     "ray_kwargs.ray_init.num_cpus": 16,
+    # no dashboard for the job's own Ray on a CPU: its head and its nine module processes took ~6 s of CPU and ~450 MB
+    # a launch, which a 2-core machine pays in the job's start (a GPU cluster keeps Ray's default)
+    "ray_kwargs.ray_init.include_dashboard": False,
 }
 
 
@@ -486,7 +489,7 @@ def cpu_values(job: LaunchJob, n_gpus_per_node: int) -> dict[str, Any]:
     if job.cluster.ray_address:
         # an existing cluster's nodes declare their own CPUs and logical GPUs (`ray start --num-gpus=1`); ray.init refuses
         # both when it connects ("When connecting to an existing cluster, num_cpus and num_gpus must not be provided")
-        values = {k: v for k, v in values.items() if k not in ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus")}
+        values = {k: v for k, v in values.items() if not k.startswith("ray_kwargs.ray_init.")}
     return {
         **values,
         "actor_rollout_ref.rollout.max_model_len": max_model_len,
