@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -30,132 +29,67 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 
 
-# Tests that start verl's Ray jobs run on one pytest-xdist worker, one after another, and the tests that start vLLM
-# engines or served judges (several GB each) on one worker, one after another; every other test goes to whichever worker
-# is free. pytest-xdist hands the two largest scopes out first, one to each worker. What may run side by side is decided
-# by the memory each test needs at its peak (memory_gate below): measured, two verl jobs at once, or a verl job beside
-# the vLLM tests with larger KV caches than today's, pushed this 24 GB machine past Ray's memory monitor (95%), which
-# killed verl's vLLM servers (the job then waited in update_weights until the test's timeout).
-VERL_JOB_TESTS = (
-    "backends/test_verl_cpu.py::test_a_real_verl_grpo_job", "backends/test_verl_cpu.py::test_the_policy_job_runs_on_verl",
-    "backends/test_verl_two_nodes.py",
-)  # fmt: skip
+# Tests that start verl's Ray jobs, vLLM engines or served judges (several GB each) run on one pytest-xdist worker, one
+# after another; every other test goes to whichever worker is free. Measured: two verl jobs at once, or a verl job beside
+# the vLLM tests, pushed this 24 GB machine past Ray's memory monitor (95%), which killed verl's vLLM servers (the job
+# then waited in update_weights until the test's timeout). The largest verl job (19.1 GB used with the two-node test)
+# is marked `alone`: memory_gate below runs it with nothing beside it. (The policy job on verl was, at 17.8 GB; with
+# 1 GiB of KV cache for its served judge it peaks at 15.7 GB and runs beside ordinary tests.)
 ENGINE_TESTS = (
-    "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py", "rollouts/test_vllm_engine.py",
-    "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py", "recipes/test_stages.py", "test_embedded_model.py",
+    "backends/test_verl_cpu.py::test_a_real_verl_grpo_job", "backends/test_verl_cpu.py::test_the_policy_job_runs_on_verl",
+    "backends/test_verl_two_nodes.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
+    "rollouts/test_vllm_engine.py", "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py",
+    "recipes/test_stages.py", "test_embedded_model.py",
 )  # fmt: skip
-# GB used above an idle machine at a test's peak, for the tests that need more than ORDINARY_GB (measured alone, GB
-# available sampled every second; the idle machine with the suite's two workers uses ~1 GB). The two-node verl job
-# (19.1 GB used) is marked `alone`.
-MEMORY_GB = {
-    "backends/test_verl_cpu.py::test_the_policy_job_runs_on_verl": 15,  # 15.7 GB used
-    "backends/test_verl_cpu.py::test_a_real_verl_grpo_job": 12,  # 12.1 GB above idle, two steps, no evaluation
-    "backends/test_verl_two_nodes.py": 3,  # the node watch's two-node cluster and its driver
-    **dict.fromkeys(ENGINE_TESTS, 5),  # a vLLM engine or server and a model: 3.5-4.5 GB, 6 with the tests before it
-}
-ORDINARY_GB = 2
-
-
-def memory_gb(nodeid: str, alone: bool) -> float:
-    """The memory a test declares to memory_gate: all of it for a test marked `alone`, else MEMORY_GB's longest
-    matching prefix, else ORDINARY_GB."""
-    if alone:
-        return float("inf")
-    nodeid = nodeid.removeprefix("tests/")
-    matches = [prefix for prefix in MEMORY_GB if nodeid.startswith(prefix)]
-    return float(MEMORY_GB[max(matches, key=len)]) if matches else ORDINARY_GB
-
-
-def memory_budget_gb() -> float:
-    """What the tests running at once may declare together: this machine's memory less 4 GB (the idle machine, the
-    test processes' own growth, and a margin below Ray's memory monitor, which kills workers at 95% used)."""
-    total_kb = int(next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")).split()[1])
-    return total_kb / 2**20 - 4
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's scope scheduler with one scope for the verl job tests, one for the engine tests and one per test
-    otherwise. (Not `xdist_group` marks: xdist 3.8 groups by rewriting `item._nodeid`, which pytest 9.2's nodeids no
-    longer read, so marked tests spread over the workers and two verl jobs ran at once, killed by Ray's memory
-    monitor.) Its default reorder hands out the largest scopes first: the engine tests to one worker, the verl jobs to
-    the other."""
+    """xdist's scope scheduler with one scope for the engine tests and one per test otherwise. (Not `xdist_group`
+    marks: xdist 3.8 groups by rewriting `item._nodeid`, which pytest 9.2's nodeids no longer read, so marked tests
+    spread over the workers and two verl jobs ran at once, killed by Ray's memory monitor.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class EngineTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            nodeid = nodeid.removeprefix("tests/")
-            if nodeid.startswith(VERL_JOB_TESTS):
-                return "verl jobs"
-            return "engines" if nodeid.startswith(ENGINE_TESTS) else nodeid
+            return "engines" if nodeid.removeprefix("tests/").startswith(ENGINE_TESTS) else nodeid
 
     return EngineTestsTogether(config, log)
 
 
-# the folder of this test run's memory_gate state: the controlling process's scratch folder, which pytest-xdist's
+# the folder of this test run's memory_gate locks: the controlling process's scratch folder, which pytest-xdist's
 # workers (started after this module is imported) inherit
 GATE_DIR = Path(os.environ.setdefault("JUDGE_RL_TEST_GATE_DIR", str(_SCRATCH)))
 
 
-def _gate(lock_dir: Path, change):
-    """`change(state)` under the gate's lock (fcntl, released by the kernel even if a worker dies), the state saved
-    after it; returns what `change` returns. State: the next ticket, the tests waiting (holder -> [ticket, GB, pid])
-    and running (holder -> [GB, pid]); a holder whose process is gone is dropped."""
-    import fcntl
-    import json
-
-    with open(lock_dir / "gate.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        path = lock_dir / "gate.json"
-        state = json.loads(path.read_text()) if path.is_file() else {"next": 0, "waiting": {}, "running": {}}
-        for group in ("waiting", "running"):
-            state[group] = {h: v for h, v in state[group].items() if Path(f"/proc/{v[-1]}").exists()}
-        result = change(state)
-        path.write_text(json.dumps(state))
-        return result
-
-
 @contextlib.contextmanager
-def memory_gate(gb: float, lock_dir: Path | None, holder: str | None = None, budget: float | None = None):
-    """Run the body once the tests running beside it leave room for `gb` (memory_gb) within `budget` (GB,
-    memory_budget_gb), or once nothing else runs; in the order the tests asked (a ticket each), so a waiting large
-    test is not overtaken by the other worker's next tests. `holder`: who asks (the xdist worker). With no `lock_dir`
-    (one process) it does nothing."""
+def memory_gate(alone: bool, lock_dir: Path | None):
+    """A test marked `alone` runs with no test of another worker beside it, and the others share the machine: a shared
+    lock for each test, an exclusive one for `alone` (fcntl locks on files in `lock_dir`, released by the kernel even
+    if a worker dies). A turnstile lock taken first keeps a waiting `alone` test from being overtaken by the other
+    worker's next tests. With no `lock_dir` (one process) it does nothing."""
     if lock_dir is None:
         yield
         return
-    holder = holder or os.environ.get("PYTEST_XDIST_WORKER") or str(os.getpid())
-    budget = memory_budget_gb() if budget is None else budget
-    pid = os.getpid()
+    import fcntl
 
-    def ask(state):
-        state["waiting"][holder] = [state["next"], gb, pid]
-        state["next"] += 1
-
-    def start(state) -> bool:
-        ticket = state["waiting"][holder][0]
-        first = all(ticket <= v[0] for v in state["waiting"].values())
-        beside = [v[0] for h, v in state["running"].items() if h != holder]
-        if first and (not beside or sum(beside) + gb <= budget):
-            del state["waiting"][holder]
-            state["running"][holder] = [gb, pid]
-            return True
-        return False
-
-    _gate(lock_dir, ask)
-    try:
-        while not _gate(lock_dir, start):
-            time.sleep(0.2)
-        yield
-    finally:
-        _gate(lock_dir, lambda state: [state[group].pop(holder, None) for group in ("waiting", "running")])
+    with open(lock_dir / "door.lock", "a+") as door, open(lock_dir / "gate.lock", "a+") as gate:
+        fcntl.flock(door, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(door, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Setup, call and teardown of each test inside memory_gate, under pytest-xdist (the `alone` mark:
     pyproject.toml's markers)."""
-    with memory_gate(memory_gb(item.nodeid, item.get_closest_marker("alone") is not None),
+    with memory_gate(item.get_closest_marker("alone") is not None,
                      GATE_DIR if os.environ.get("PYTEST_XDIST_WORKER") else None):
         yield
 

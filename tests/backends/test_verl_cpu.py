@@ -63,15 +63,16 @@ def test_a_verl_worker_process_gets_a_gloo_process_group_before_verl_asks_for_an
 
 
 def _dry_run(tmp_path: Path, *overrides: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "judge_rl", "cluster=cpu_verl", "stages=[rl]", "logger=none", f"run_dir={tmp_path}",
-         "--dry-run", *overrides],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )  # fmt: skip
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    """The verl config a dry run of the main job writes (in this process: `--dry-run` from the command line is
+    tests/backends/test_verl_launch.py's)."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(OmegaConf.load(tmp_path / "verl" / "ppo_trainer.yaml"))
+    from conftest import compose_config
+    from judge_rl.jobs.train import run
+
+    out = run(compose_config(["cluster=cpu_verl", "stages=[rl]", "logger=none", f"run_dir={tmp_path}", "dry_run=true",
+                              *overrides]))  # fmt: skip
+    return OmegaConf.to_container(OmegaConf.load(out["verl_config"]))
 
 
 def test_cluster_cpu_verl_translates_to_a_cpu_job_verl_validates(tmp_path):
@@ -88,15 +89,11 @@ def test_cluster_cpu_verl_translates_to_a_cpu_job_verl_validates(tmp_path):
 
 
 def test_a_gpu_cluster_gets_none_of_the_cpu_settings(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-m", "judge_rl", "cluster=single_gpu", "stages=[rl]", "logger=none", f"run_dir={tmp_path}",
-         "--dry-run"], capture_output=True, text=True, cwd=REPO)  # fmt: skip
-    assert out.returncode == 0, out.stderr[-2000:]
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(tmp_path / "verl" / "ppo_trainer.yaml")
-    assert cfg.trainer.device == "cuda" and "enable_sleep_mode" not in cfg.actor_rollout_ref.rollout
-    assert "worker_extension_cls" not in cfg.actor_rollout_ref.rollout.engine_kwargs.vllm
+    cfg = _dry_run(tmp_path, "cluster=single_gpu")
+    rollout = cfg["actor_rollout_ref"]["rollout"]
+    assert cfg["trainer"]["device"] == "cuda" and "enable_sleep_mode" not in rollout
+    assert "worker_extension_cls" not in rollout["engine_kwargs"]["vllm"]
+    assert "include_dashboard" not in cfg["ray_kwargs"]["ray_init"]  # Ray's default, with its dashboard
 
 
 def _metrics(run_dir: Path) -> list[dict]:

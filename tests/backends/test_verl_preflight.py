@@ -218,6 +218,27 @@ def test_the_reward_file_must_load_in_a_fresh_process(tmp_path, make_job):
     assert "a_module_that_is_not_installed" in line
 
 
+def test_a_reward_file_that_loaded_is_not_loaded_again_until_it_or_the_python_settings_change(tmp_path, monkeypatch):
+    """The points of a sweep and the dry runs of several cluster options ask the same question; each fresh process
+    costs ~5 s. A failure is never remembered: the same file is checked again once fixed."""
+    from judge_rl.backends.verl import preflight
+
+    reward = tmp_path / "reward.py"
+    reward.write_text("def score(*args, **kwargs):\n    return 0.0\n")
+    config = tmp_path / "ppo_trainer.yaml"
+    config.write_text(OmegaConf.to_yaml({"reward": {"custom_reward_function": {"path": str(reward), "name": "score"}}}))
+    fresh = []
+    real = preflight._in_fresh_process
+    monkeypatch.setattr(preflight, "_in_fresh_process", lambda *a: fresh.append(a) or real(*a))
+    env = {"PATH": os.environ["PATH"]}
+    assert check_reward_import(config, env) == [] and check_reward_import(config, env) == [] and len(fresh) == 1
+    assert check_reward_import(config, {**env, "PYTHONPATH": str(tmp_path)}) == [] and len(fresh) == 2
+    reward.write_text("import a_module_that_is_not_installed\n")  # the file changed: asked again, and it fails
+    assert check_reward_import(config, env) and check_reward_import(config, env) and len(fresh) == 4
+    reward.write_text("def score(*args, **kwargs):\n    return 1.0\n")
+    assert check_reward_import(config, env) == [] and len(fresh) == 5
+
+
 def test_the_wandb_mode_reaches_the_job_environment_and_no_key_reaches_a_file(tmp_path, make_job, monkeypatch):
     """On today's main the verl process got trainer.logger=[console, wandb] and no mode: wandb.init in a
     Ray actor failed with "No API key configured"."""

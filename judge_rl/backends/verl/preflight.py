@@ -129,8 +129,32 @@ def _reward_problems(proc: subprocess.CompletedProcess) -> list[str]:
 
 def check_reward_import(config_path: Path, env: Mapping[str, str]) -> list[str]:
     """verl's own `get_custom_reward_fn` on the written config, in a fresh process with the job's
-    environment and another working directory, as a Ray worker loads it."""
-    return _reward_problems(_in_fresh_process(env, config_path, []))
+    environment and another working directory, as a Ray worker loads it. A pass is remembered in this process for
+    the same reward file (unchanged since) and function under the same Python settings (_reward_key): the points of a
+    sweep, or dry runs of several cluster options, do not pay ~5 s each for the same answer."""
+    key = _reward_key(config_path, env)
+    if key is not None and key in _REWARD_PASSED:
+        return []
+    problems = _reward_problems(_in_fresh_process(env, config_path, []))
+    if not problems and key is not None:
+        _REWARD_PASSED.add(key)
+    return problems
+
+
+def _reward_key(config_path: Path, env: Mapping[str, str]) -> tuple | None:
+    """What decides whether verl's loader imports the reward function in a fresh process: the file (path, size,
+    modification time), the function's name, this Python, and the environment's Python and library search settings;
+    None where the config names no existing file (not remembered)."""
+    section = OmegaConf.select(OmegaConf.load(config_path), "reward.custom_reward_function") or {}
+    path = Path(str(section.get("path") or ""))
+    if not path.is_file():
+        return None
+    stat = path.resolve().stat()
+    search = tuple(sorted((k, v) for k, v in env.items() if k.startswith(("PYTHON", "VIRTUAL_ENV", "LD_")) or k == "PATH"))
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns, str(section.get("name")), sys.executable, search
+
+
+_REWARD_PASSED: set[tuple] = set()
 
 
 def _wandb_key_in_netrc() -> bool:
@@ -302,14 +326,18 @@ def probe_machine(env: Mapping[str, str], packages: list[str]) -> dict[str, Any]
 
 def probe_and_check_reward(env: Mapping[str, str], packages: list[str], config_path: Path
                            ) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
-    """probe_machine's answer and check_reward_import's problems, from one fresh process where the probe is not
-    known yet (each fresh process costs a few seconds of imports: ~5 s for verl's loader, ~3.5 s for the probe)."""
-    key = (tuple(sorted(env.items())), tuple(packages))
-    if key in _PROBED:
-        return _PROBED[key], check_reward_import(config_path, env)
+    """probe_machine's answer and check_reward_import's problems, from one fresh process where neither is known yet
+    in this process (each fresh process costs a few seconds of imports: ~5 s for verl's loader, ~3.5 s for the
+    probe)."""
+    probe_key, reward_key = (tuple(sorted(env.items())), tuple(packages)), _reward_key(config_path, env)
+    if probe_key in _PROBED or reward_key in _REWARD_PASSED:
+        return probe_machine(env, packages), check_reward_import(config_path, env)
     proc = _in_fresh_process(env, config_path, packages)
-    _PROBED[key] = _found(proc)
-    return _PROBED[key], _reward_problems(proc)
+    _PROBED[probe_key] = _found(proc)
+    problems = _reward_problems(proc)
+    if not problems and reward_key is not None:
+        _REWARD_PASSED.add(reward_key)
+    return _PROBED[probe_key], problems
 
 
 _PROBED: dict[tuple, dict[str, Any]] = {}
