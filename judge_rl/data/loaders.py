@@ -74,13 +74,29 @@ class LoadedPairs(Sequence[PreferencePair]):
 
 Loader = Callable[..., LoadedPairs]
 # Loaders are registered by decorator, here and in the modules listed, imported on the first lookup: `policy_task`
-# (judge_rl/policy/tasks/pairs.py) builds its pairs from the policy job's task, which sits above the data.
-DATASETS: Registry[Loader] = Registry("dataset", modules=("judge_rl.policy.tasks.pairs",))
+# (judge_rl/policy/tasks/pairs.py) builds its pairs from the policy job's task, which sits above the data;
+# `real_pairs` (judge_rl/data/real.py) reads the real sets through the loaders here.
+DATASETS: Registry[Loader] = Registry("dataset", modules=("judge_rl.policy.tasks.pairs", "judge_rl.data.real"))
 
 
 def load_dataset_pairs(name: str, **kwargs: Any) -> LoadedPairs:
     """Load pairs with the loader registered as `name` (see DATASETS.names())."""
     return DATASETS.get(name)(**kwargs)
+
+
+# loader -> the local files a call with these kwargs reads, for the loaders whose files are not their `path` argument
+FILES_READ: dict[str, Callable[[Mapping[str, Any]], list[Path]]] = {}
+
+
+def files_read(loader: str, kwargs: Mapping[str, Any]) -> list[Path]:
+    """The local files `load_dataset_pairs(loader, **kwargs)` reads: `path` for the file loaders, what the loader
+    declares in FILES_READ otherwise (the real-pair loader's sets), none for generated data. What a job's benchmarks
+    must not share with its training data."""
+    DATASETS.get(loader)  # imports the module that registers it, and its FILES_READ entry
+    if loader in FILES_READ:
+        return FILES_READ[loader](kwargs)
+    path = kwargs.get("path")
+    return [Path(str(path))] if path is not None and not is_missing_local_file(str(path)) else []
 
 
 def check_loader_kwargs(loader: str, kwargs: dict[str, Any], key: str) -> None:

@@ -9,6 +9,7 @@ evaluate in both orders).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
@@ -47,6 +48,16 @@ def verdict_line(winner: str, strength: int) -> str:
     if strength not in (1, 2, 3):
         raise ValueError(f"strength must be 1, 2 or 3, got {strength!r}")
     return VERDICT_TEMPLATE.format(winner=winner, strength=strength)
+
+
+_VERDICT_STRENGTH = re.compile(re.escape(VERDICT_TEMPLATE).replace(r"\{winner\}", "[ab]").replace(r"\{strength\}", "([123])") + r"\s*$")
+
+
+def trace_strength(trace: str) -> int | None:
+    """The strength a gold trace's final verdict line gives (None: the trace ends otherwise). What the SFT init
+    re-renders a pair without a strength label with (real pairs' label traces, judge_rl/data/real.py)."""
+    match = _VERDICT_STRENGTH.search(trace)
+    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True)

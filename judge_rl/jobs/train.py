@@ -35,8 +35,8 @@ from judge_rl.config import (
     validate_model,
 )
 from judge_rl.config.model_dirs import require_model_dir
-from judge_rl.config.paths import CONF_DIR, load_group_file
-from judge_rl.data.loaders import check_loader_kwargs
+from judge_rl.config.paths import CONF_DIR, load_benchmark_config, load_group_file
+from judge_rl.data.loaders import check_loader_kwargs, files_read
 from judge_rl.recipes import RECIPES
 from judge_rl.reports.console import console
 from judge_rl.rewards import Reward, build_reward
@@ -123,6 +123,7 @@ def validate(job: JobConfig) -> Reward:
         check_loader_kwargs(spec.loader, dict(spec.kwargs), f"data.{split}")
     if job.sft.data is not None:
         check_loader_kwargs(job.sft.data.loader, dict(job.sft.data.kwargs), "sft.data")
+    check_benchmarks_held_out(job)
     if job.data.strength_from is not None:
         require_model_dir(job.data.strength_from, "data.strength_from")
         if not (Path(job.data.strength_from).expanduser() / "bt_metrics.json").exists():
@@ -138,6 +139,19 @@ def validate(job: JobConfig) -> Reward:
     if recipe.validate is not None:
         recipe.validate(job, reward)
     return reward
+
+
+def check_benchmarks_held_out(job: JobConfig) -> None:
+    """A benchmark of eval.benchmarks may not read a file the training data reads (data.train, sft.data): it would
+    score the judge on pairs it trained on (e.g. data=real_pairs trains on 80% of MT-Bench-human's prompts, whose
+    benchmark `mt_bench_human` is the whole file; its held-out prompts are data.eval)."""
+    trained = {path.resolve(): key for key, spec in (("data.train", job.data.train), ("sft.data", job.sft.data))
+               if spec is not None for path in files_read(spec.loader, dict(spec.kwargs))}  # fmt: skip
+    for name in job.eval.benchmarks:
+        path = Path(load_benchmark_config(name).path)
+        if path.resolve() in trained:
+            raise ValueError(f"eval.benchmarks: {name} reads {path}, which {trained[path.resolve()]} trains on: a judge "
+                             "is never scored on what it trained on; drop it (the held-out part is data.eval)")
 
 
 # the groups a recipe may declare it ignores, with the schema of their options

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from judge_rl.config import JobConfig
-from judge_rl.data.pairs import JudgeItem, PointwiseItem
+from judge_rl.data.pairs import JudgeItem, PointwiseItem, trace_strength
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
 from judge_rl.updates.trl_run import steps_for, train, trl_args
 
@@ -44,7 +44,8 @@ def trace_for_prompt(item: JudgeItem | PointwiseItem, prompt) -> str | None:
     """The item's gold trace as the active prompt wants it: its thinking, then that prompt's verdict line.
 
     Traces are stored with the strength verdict; a binary judge must learn its own verdict line, so
-    the thinking is kept and the verdict re-rendered from the pair's labels.
+    the thinking is kept and the verdict re-rendered from the pair's labels (a pair without a strength label keeps
+    its trace's own strength: the label traces of real pairs, judge_rl/data/real.py).
     """
     if isinstance(item, PointwiseItem):
         return pointwise_trace(item, prompt)
@@ -58,7 +59,8 @@ def trace_for_prompt(item: JudgeItem | PointwiseItem, prompt) -> str | None:
     match = THINKING.search(trace)
     if match is None:
         raise ValueError(f"pair {item.pair.pair_id}: its trace has no <think>...</think> block")
-    out = prompt.output(match.group(1), item.chosen_position, item.pair.strength)
+    strength = item.pair.strength if item.pair.strength is not None else trace_strength(trace)
+    out = prompt.output(match.group(1), item.chosen_position, strength)
     judgment = prompt.parse(out)
     if not (judgment.ok and judgment.winner == item.chosen_position):  # a trace that contradicts its label
         raise ValueError(f"pair {item.pair.pair_id}: its trace does not parse as a right verdict ({judgment.error})")
