@@ -232,11 +232,13 @@ def test_a_reward_file_that_loaded_is_not_loaded_again_until_it_or_the_python_se
     monkeypatch.setattr(preflight, "_in_fresh_process", lambda *a: fresh.append(a) or real(*a))
     env = {"PATH": os.environ["PATH"]}
     assert check_reward_import(config, env) == [] and check_reward_import(config, env) == [] and len(fresh) == 1
-    assert check_reward_import(config, {**env, "PYTHONPATH": str(tmp_path)}) == [] and len(fresh) == 2
     reward.write_text("import a_module_that_is_not_installed\n")  # the file changed: asked again, and it fails
-    assert check_reward_import(config, env) and check_reward_import(config, env) and len(fresh) == 4
-    reward.write_text("def score(*args, **kwargs):\n    return 1.0\n")
-    assert check_reward_import(config, env) == [] and len(fresh) == 5
+    assert check_reward_import(config, env) and check_reward_import(config, env) and len(fresh) == 3
+    # what else decides the answer: the Python settings of the environment, not the job's other variables
+    key = preflight._reward_key(config, env)
+    assert preflight._reward_key(config, {**env, "WANDB_MODE": "offline", "VERL_FILE_LOGGER_PATH": "/x"}) == key
+    assert preflight._reward_key(config, {**env, "PYTHONPATH": str(tmp_path)}) != key
+    assert preflight._reward_key(config, {**env, "LD_LIBRARY_PATH": "/opt/lib"}) != key
 
 
 def test_the_wandb_mode_reaches_the_job_environment_and_no_key_reaches_a_file(tmp_path, make_job, monkeypatch):
