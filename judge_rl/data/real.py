@@ -44,7 +44,7 @@ EVAL_ONLY = ("llmbar/natural", "llmbar/faireval")
 SPLITS = ("train", "test")
 # the strength in the verdict line of a label trace (the labels have none; module docstring)
 LABEL_TRACE_STRENGTH = 2
-_QUOTE_WORDS = 12
+_QUOTE_WORDS = 6
 
 
 def prompt_key(pair: PreferencePair) -> str:
