@@ -8,8 +8,8 @@ evaluate in both orders).
 
 from __future__ import annotations
 
+import hashlib
 import random
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
@@ -50,14 +50,11 @@ def verdict_line(winner: str, strength: int) -> str:
     return VERDICT_TEMPLATE.format(winner=winner, strength=strength)
 
 
-_VERDICT_STRENGTH = re.compile(re.escape(VERDICT_TEMPLATE).replace(r"\{winner\}", "[ab]").replace(r"\{strength\}", "([123])") + r"\s*$")
-
-
-def trace_strength(trace: str) -> int | None:
-    """The strength a gold trace's final verdict line gives (None: the trace ends otherwise). What the SFT init
-    re-renders a pair without a strength label with (real pairs' label traces, judge_rl/data/real.py)."""
-    match = _VERDICT_STRENGTH.search(trace)
-    return int(match.group(1)) if match else None
+def percent_of(text: str) -> int:
+    """A stable 0..99 from a hash of `text`: which side of a split a key falls on, whatever the order of the rows
+    (the synthetic problems' split, the real pairs' split by prompt)."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 100
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 from judge_rl.data.loaders import ASSISTANT, DATASETS, FILES_READ, LoadedPairs, OnError, load_dataset_pairs
-from judge_rl.data.pairs import PreferencePair, verdict_line
+from judge_rl.data.pairs import PreferencePair, percent_of, verdict_line
 
 # name -> (loader, file under the data folder); the names are the pairs' `meta["set"]`
 REAL_SETS = {
@@ -57,8 +57,7 @@ def prompt_key(pair: PreferencePair) -> str:
 
 def split_of(set_name: str, key: str, test_percent: int) -> str:
     """"test" for `test_percent`% of the prompts of a set, by a hash of the set and the prompt key; else "train"."""
-    digest = hashlib.sha256(f"judge_rl.real/{set_name}/{key}".encode()).digest()
-    return "test" if int.from_bytes(digest[:8], "big") % 100 < test_percent else "train"
+    return "test" if percent_of(f"judge_rl.real/{set_name}/{key}") < test_percent else "train"
 
 
 def _opening(text: str) -> str:
@@ -118,7 +117,8 @@ def load_real_pairs(
         raise ValueError(f"real_pairs: {', '.join(trained_whole)} is kept whole for evaluation and never trained on "
                          f"(real.EVAL_ONLY); train on {', '.join(n for n in REAL_SETS if n not in EVAL_ONLY)}")
     root = Path(data_dir)
-    files = {name: _set_file(root, name) for name in dict.fromkeys([*sets, *EVAL_ONLY])}
+    # the sets kept whole are read for their prompts only where a training split must leave them out
+    files = {name: _set_file(root, name) for name in dict.fromkeys([*sets, *(EVAL_ONLY if split == "train" else ())])}
     held: set[str] = set()  # the prompts of the sets kept whole
     skipped: list[str] = []
     loaded: dict[str, list[PreferencePair]] = {}

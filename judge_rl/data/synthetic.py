@@ -17,14 +17,13 @@ example ``add:37:48``, the same for "What is 37 + 48?" and "Compute 48 plus 37."
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from judge_rl.data.pairs import PreferencePair, verdict_line
+from judge_rl.data.pairs import PreferencePair, percent_of, verdict_line
 
 SPLITS = ("train", "test")
 TEST_PERCENT = 20  # share of the problem space held out for the "test" split
@@ -115,8 +114,7 @@ def states_answer(text: str, answer: str) -> bool:
 
 def split_of(key: str) -> str:
     """The split ("train" or "test") a problem belongs to, from a hash of its canonical key."""
-    digest = hashlib.sha256(f"judge_rl.synthetic/{key}".encode()).digest()
-    return "test" if int.from_bytes(digest[:8], "big") % 100 < TEST_PERCENT else "train"
+    return "test" if percent_of(f"judge_rl.synthetic/{key}") < TEST_PERCENT else "train"
 
 
 # --------------------------------------------------------------------------- shared pieces

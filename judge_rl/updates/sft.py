@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Sequence
 
 from judge_rl.config import JobConfig
-from judge_rl.data.pairs import JudgeItem, PointwiseItem, trace_strength
+from judge_rl.data.pairs import JudgeItem, PointwiseItem
+from judge_rl.prompts.strength import StrengthPrompt
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device, save_model
 from judge_rl.updates.trl_run import steps_for, train, trl_args
 
@@ -59,7 +60,7 @@ def trace_for_prompt(item: JudgeItem | PointwiseItem, prompt) -> str | None:
     match = THINKING.search(trace)
     if match is None:
         raise ValueError(f"pair {item.pair.pair_id}: its trace has no <think>...</think> block")
-    strength = item.pair.strength if item.pair.strength is not None else trace_strength(trace)
+    strength = item.pair.strength if item.pair.strength is not None else StrengthPrompt().parse(trace).strength
     out = prompt.output(match.group(1), item.chosen_position, strength)
     judgment = prompt.parse(out)
     if not (judgment.ok and judgment.winner == item.chosen_position):  # a trace that contradicts its label

@@ -318,7 +318,7 @@ def probe_machine(env: Mapping[str, str], packages: list[str]) -> dict[str, Any]
     process of this Python with `env` or the error (one line), and `cuda_devices`: the CUDA devices torch sees (0:
     none). Asked once per environment and packages in this process: a job that checked the machine before its first
     stage (check_launch_machine) does not pay for the fresh process again at its launch."""
-    key = (tuple(sorted(env.items())), tuple(packages))
+    key = _probe_key(env, packages)
     if key not in _PROBED:
         _PROBED[key] = _found(_in_fresh_process(env, None, packages))
     return _PROBED[key]
@@ -329,7 +329,7 @@ def probe_and_check_reward(env: Mapping[str, str], packages: list[str], config_p
     """probe_machine's answer and check_reward_import's problems, from one fresh process where neither is known yet
     in this process (each fresh process costs a few seconds of imports: ~5 s for verl's loader, ~3.5 s for the
     probe)."""
-    probe_key, reward_key = (tuple(sorted(env.items())), tuple(packages)), _reward_key(config_path, env)
+    probe_key, reward_key = _probe_key(env, packages), _reward_key(config_path, env)
     if probe_key in _PROBED or reward_key in _REWARD_PASSED:
         return probe_machine(env, packages), check_reward_import(config_path, env)
     proc = _in_fresh_process(env, config_path, packages)
@@ -338,6 +338,10 @@ def probe_and_check_reward(env: Mapping[str, str], packages: list[str], config_p
     if not problems and reward_key is not None:
         _REWARD_PASSED.add(reward_key)
     return _PROBED[probe_key], problems
+
+
+def _probe_key(env: Mapping[str, str], packages: list[str]) -> tuple:
+    return tuple(sorted(env.items())), tuple(packages)
 
 
 _PROBED: dict[tuple, dict[str, Any]] = {}
