@@ -557,6 +557,18 @@ def test_verl_numbers_plan_runs_every_step_in_order_within_the_deadline():
     # first_numbers.sh gets what is left of the step as its own deadline
     assert "FIRST_NUMBERS_ONLY=main_fp32,main_bf16 FIRST_NUMBERS_BUDGET_S=320" in commands["main_dtype"]
 
+    # VERL_NUMBERS_ONLY's order is the run order; the benches' engines and main_dtype's runs are chosen
+    rows = planned(plan(VERL_NUMBERS_BUDGET_S="3000", VERL_NUMBERS_ONLY="bench_2x4x64,policy_vllm,main_dtype",
+                        VERL_NUMBERS_BENCH_ENGINES="hf", VERL_NUMBERS_MAIN_DTYPES="main_bf16").stdout)
+    assert [r[0] for r in rows] == ["prep", "bench_2x4x64", "policy_vllm", "main_dtype"]
+    commands = {name: command for name, _, command in rows}
+    assert "--rollout-engines hf --" in commands["bench_2x4x64"]
+    assert "FIRST_NUMBERS_ONLY=main_bf16 " in commands["main_dtype"]
+    for env, say in ({"VERL_NUMBERS_BENCH_ENGINES": "hf sglang"}, "no engine sglang"), \
+                    ({"VERL_NUMBERS_MAIN_DTYPES": "main_fp16"}, "no step main_fp16"):
+        done = plan(**env)
+        assert done.returncode == 2 and say in done.stderr, done.stderr
+
 
 def test_verl_numbers_plan_on_cpu_and_a_step_that_does_not_exist():
     rows = planned(plan(VERL_NUMBERS_DEVICE="cpu", VERL_NUMBERS_TINY="1", VERL_NUMBERS_ONLY="verl_main",

@@ -51,7 +51,10 @@
 #   VERL_NUMBERS_DEVICE    cuda (default) | cpu (cluster=cpu_verl stands in for single_gpu; every cap x8, budget 3600 s)
 #   VERL_NUMBERS_TINY      1: toy scale (short answers, a few pairs, the benches at 2 x 2 x 4-6 tokens)
 #   VERL_NUMBERS_BUDGET_S  the deadline for all steps, seconds from the start (default 560; 3600 on cpu)
-#   VERL_NUMBERS_ONLY      comma list of steps to run (e.g. bench_8x8x128,main_dtype for a rerun); env, prep always
+#   VERL_NUMBERS_ONLY      comma list of steps to run, in that order (e.g. bench_8x8x128,main_dtype for a rerun);
+#                          env, prep always first
+#   VERL_NUMBERS_BENCH_ENGINES  judge_rl's rollout engines in the benches (default "hf vllm"; TRL's likewise)
+#   VERL_NUMBERS_MAIN_DTYPES    main_dtype's runs (default main_fp32,main_bf16; main_bf16 alone where fp32 has run)
 #   VERL_NUMBERS_PLAN      1: run nothing; print each step with the timeout it would get if the steps before it ran
 #                          to their own timeouts
 #   VERL_NUMBERS_WORK      scratch folder (default /tmp/verl_numbers); OUT defaults to $VERL_NUMBERS_WORK/out
@@ -80,8 +83,19 @@ esac
 STEPS=(verl_main verl_resume policy_vllm bench_2x4x64 bench_8x8x128 main_dtype)
 declare -A CAP=([prep]=120 [verl_main]=500 [verl_resume]=540 [policy_vllm]=240 [bench_2x4x64]=180
                 [bench_8x8x128]=200 [main_dtype]=330)
-for s in ${ONLY//,/ }; do
+ORDER=("${STEPS[@]}")
+if [ -n "$ONLY" ]; then IFS=, read -r -a ORDER <<<"$ONLY"; fi
+for s in "${ORDER[@]}"; do
   [[ " ${STEPS[*]} " == *" $s "* ]] || { echo "VERL_NUMBERS_ONLY: no step $s (steps: ${STEPS[*]})" >&2; exit 2; }
+done
+BENCH_ENGINES=${VERL_NUMBERS_BENCH_ENGINES:-hf vllm}
+for e in $BENCH_ENGINES; do
+  [[ " hf vllm " == *" $e "* ]] || { echo "VERL_NUMBERS_BENCH_ENGINES: no engine $e (hf, vllm)" >&2; exit 2; }
+done
+MAIN_DTYPES=${VERL_NUMBERS_MAIN_DTYPES:-main_fp32,main_bf16}
+for m in ${MAIN_DTYPES//,/ }; do
+  [[ " main_fp32 main_bf16 " == *" $m "* ]] \
+    || { echo "VERL_NUMBERS_MAIN_DTYPES: no step $m (main_fp32, main_bf16)" >&2; exit 2; }
 done
 command -v timeout >/dev/null || { echo "verl_numbers: no 'timeout' (coreutils) on this machine" >&2; exit 2; }
 
@@ -212,7 +226,8 @@ fi
 VERL_ARGS+=(logger=none trainer.total_steps=3)
 POLICY_ARGS+=(judge.engine=vllm logger=none trainer.total_steps=3 ifeval.limit=8)
 [ -f "$JUDGE_RL_DATA/ifeval/input_data.jsonl" ] || POLICY_ARGS+=(ifeval.enabled=false)
-BENCH_ARGS=(--device "$DEVICE" --rollout-engines hf vllm)
+# shellcheck disable=SC2206
+BENCH_ARGS=(--device "$DEVICE" --rollout-engines $BENCH_ENGINES)
 # judge_rl's two log-prob passes, where the bench has the flag (scripts/bench_grpo_step.py --logprob-pass)
 LOGPROB_PASSES=(padded shared_prefix)
 if grep -q -- "--logprob-pass" scripts/bench_grpo_step.py; then BENCH_ARGS+=(--logprob-pass "${LOGPROB_PASSES[@]}"); fi
@@ -227,40 +242,46 @@ if [ "$TINY" = 1 ]; then
   BENCH_LARGE=(--prompts 2 --n 2 --max-new-tokens 6 --steps 1 --warmup 0 --micro-batch 4 --skip-raw)
 fi
 
-if selected verl_main; then
+# each step as a function; they run in ORDER (VERL_NUMBERS_ONLY's order when given, else STEPS')
+step_verl_main() {
+  local dir
   dir=$(fresh "$RUNS/verl_main")
   run_step verl_main "$((CAP[verl_main] * SCALE))" 1 "$dir" "$PY" -m judge_rl "${VERL_ARGS[@]}" "stages=[rl,eval_rl]" \
     "run_dir=$dir" "hydra.run.dir=$dir"
-fi
-if selected verl_resume; then
+}
+step_verl_resume() {
+  local dir
   dir=$(fresh "$RUNS/verl_resume")
   run_step verl_resume "$((CAP[verl_resume] * SCALE))" 1 "$dir" "$PY" scripts/gpu_kit/kill_resume.py \
     --checkpoints "$dir/verl/checkpoints" --after-step 2 --signal TERM --grace "$((60 * SCALE))" --run-dir "$dir" \
     --record "$KEEP/resume.json" -- "$PY" -m judge_rl "${VERL_ARGS[@]}" "stages=[rl]" trainer.save_every=1 \
     "run_dir=$dir" "hydra.run.dir=$dir"
-fi
-if selected policy_vllm; then
+}
+step_policy_vllm() {
+  local dir
   dir=$(fresh "$RUNS/policy_vllm")
   run_step policy_vllm "$((CAP[policy_vllm] * SCALE))" 1 "$dir" "$PY" -m judge_rl.policy "${POLICY_ARGS[@]}" \
     "run_dir=$dir" "hydra.run.dir=$dir"
-fi
-if selected bench_2x4x64; then
+}
+step_bench_2x4x64() {
   run_step bench_2x4x64 "$((CAP[bench_2x4x64] * SCALE))" 0 - "$PY" scripts/bench_grpo_step.py "${BENCH_ARGS[@]}" \
     "${BENCH_SMALL[@]}"
-fi
-if selected bench_8x8x128; then
+}
+step_bench_8x8x128() {
   run_step bench_8x8x128 "$((CAP[bench_8x8x128] * SCALE))" 0 - "$PY" scripts/bench_grpo_step.py "${BENCH_ARGS[@]}" \
     "${BENCH_LARGE[@]}"
-fi
-if selected main_dtype; then
+}
+step_main_dtype() {
   # first_numbers.sh gets what is left of this step's timeout as its own deadline, and this cache (the conversion)
+  local t
   t=$(step_timeout "$((CAP[main_dtype] * SCALE))")
   mkdir -p "$FN_WORK"
   ln -sfn "$CACHE" "$FN_WORK/cache"
-  run_step main_dtype "$t" 1 - env FIRST_NUMBERS_ONLY=main_fp32,main_bf16 "FIRST_NUMBERS_BUDGET_S=$((t - 10))" \
+  run_step main_dtype "$t" 1 - env "FIRST_NUMBERS_ONLY=$MAIN_DTYPES" "FIRST_NUMBERS_BUDGET_S=$((t - 10))" \
     "FIRST_NUMBERS_DEVICE=$DEVICE" "FIRST_NUMBERS_TINY=$TINY" "FIRST_NUMBERS_WORK=$FN_WORK" "OUT=$FN_WORK/out" \
     "FIRST_NUMBERS_ENV=$KIT_ENV" "FIRST_NUMBERS_PYTHON=$PY" bash scripts/gpu_kit/first_numbers.sh
-fi
+}
+for s in "${ORDER[@]}"; do "step_$s"; done
 
 trap - EXIT
 if [ -n "$GPU_STEPS_PLAN" ]; then

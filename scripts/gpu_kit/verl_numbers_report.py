@@ -166,7 +166,7 @@ def report(work: str | Path) -> dict[str, Any]:
     dtype = keep / "main_dtype" / "summary.txt"
     if dtype.is_file():
         doc["main_dtype"] = read_json(keep / "main_dtype" / "summary.json")
-        lines.append("main_dtype (first_numbers.sh, FIRST_NUMBERS_ONLY=main_fp32,main_bf16):")
+        lines.append("main_dtype (first_numbers.sh):")
         lines += [f"  {ln}" for ln in dtype.read_text().splitlines()[1:] if ln.strip()]
     return write_summary(keep, lines, doc)
 
