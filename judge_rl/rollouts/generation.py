@@ -185,11 +185,12 @@ def _decode(
             generated: list[list[int]] = [[] for _ in rows]
             token = pick(torch.cat(last_logits))
             for step in range(max_new_tokens):
+                picked = token.tolist()  # one device-to-host copy a step (one per row was a sync per row on CUDA)
                 for slot, r in enumerate(active):
-                    generated[r].append(int(token[slot]))
+                    generated[r].append(picked[slot])
                 if step == max_new_tokens - 1:
                     break
-                keep = [slot for slot, r in enumerate(active) if generated[r][-1] != eos_id]
+                keep = [slot for slot, tok in enumerate(picked) if tok != eos_id]
                 if not keep:
                     break
                 if len(keep) < len(active):
