@@ -32,8 +32,8 @@
 # Time: each step runs under `timeout` (steps.sh: SIGTERM, then SIGKILL 20 s later) capped by its own timeout and by a
 # deadline VERL_NUMBERS_BUDGET_S (default 560 s) after the start; a step with under 30 s left is skipped. The caps
 # add up to more than the deadline: a session's 15 device minutes hold the two kits (~165 s) and one call of this
-# script, so one session measures verl_main, the next VERL_NUMBERS_ONLY=verl_resume,policy_vllm, the one after
-# VERL_NUMBERS_ONLY=bench_2x4x64,bench_8x8x128,main_dtype (the summary lists the skipped steps).
+# script, so the steps take several sessions (the summary lists the skipped steps): verl_main ran in one, the benches,
+# policy_vllm and main_bf16 in the next; verl_resume is left (VERL_NUMBERS_ONLY=verl_resume, alone).
 # As run on an H200 (2026-11-26, caps then 240 s): prep 45 s; verl_main reached `vllm serve` of the rollout only at
 # 236 s (judge_rl start to Ray up 98 s, verl's task runner to its datasets 66 s, FSDP actor and reference 36 s, vLLM
 # server start 36 s): no step ran. The caps are set from that start-up, not from a finished job.
