@@ -40,3 +40,36 @@ def test_a_module_that_fails_to_import_fails_every_lookup(tmp_path, monkeypatch)
     for _ in range(2):  # not swallowed after the first try, which would leave "unknown thing" errors
         with pytest.raises(ImportError, match="needs a GPU extra"):
             reg.get("x")
+
+
+FRESH_LOOKUP = """
+import sys
+from {base} import {registry} as reg
+before = {{m for m in sys.modules if m.startswith("{package}.")}}
+names = reg.names()
+after = {{m for m in sys.modules if m.startswith("{package}.")}}
+print(sorted(before), sorted(after), names, sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("package, base, registry", [
+    ("judge_rl.rewards", "judge_rl.rewards.base", "REWARDS"),
+    ("judge_rl.prompts", "judge_rl.prompts.base", "PROMPTS"),
+    ("judge_rl.evaluation.benchmarks", "judge_rl.evaluation.benchmarks", "BENCHMARKS"),
+])  # fmt: skip
+def test_a_registry_finds_every_module_of_its_package_without_a_list(package, base, registry):
+    """Adding a reward, a prompt or a benchmark is adding its module: the registry's first lookup imports every
+    module of the package (none named in a list), in a fresh process that imported only the registry's module."""
+    import importlib
+    import pkgutil
+    import subprocess
+
+    path = importlib.import_module(package).__path__
+    modules = {f"{package}.{m.name}" for m in pkgutil.iter_modules(path) if not m.name.startswith("_")}
+    done = subprocess.run([sys.executable, "-c", FRESH_LOOKUP.format(base=base, registry=registry, package=package)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, after, names = done.stdout.strip().splitlines()[-3:]
+    assert set(eval(before)) <= {base}  # the package lists none of its modules
+    assert modules <= set(eval(after)), modules - set(eval(after))  # every module imported by the lookup
+    assert len(eval(names)) >= len(modules) - 2  # each module registers at least one entry (base/pairwise share)

@@ -1,6 +1,7 @@
 """Judge prompts, by name: each renders an item as chat messages and strictly parses the judge's reply.
 
-`PROMPTS` maps a name to a prompt instance; importing this package registers every built-in prompt:
+`PROMPTS` maps a name to a prompt instance; its first lookup imports every module of this package, which registers
+them (adding a prompt is adding a module with `@register_prompt`):
 
   pairwise (`JudgePrompt`, render a `JudgeItem`):
     "strength"      Think-J: `Therefore, Response (a) is better, and the strength is [[k]].`
@@ -33,12 +34,6 @@ from judge_rl.prompts.base import (
     PointwiseJudgePrompt,
     register_prompt,
 )
-from judge_rl.prompts import strength as _strength  # noqa: F401  (registers "strength" and "binary")
-from judge_rl.prompts import margin as _margin  # noqa: F401  (registers "margin")
-from judge_rl.prompts import judgelrm as _judgelrm  # noqa: F401  (registers "judgelrm")
-from judge_rl.prompts import openjudge as _openjudge  # noqa: F401  (registers "pairwise_tag" and "pointwise")
-from judge_rl.prompts import benchmarks as _benchmarks  # noqa: F401  (benchmark authors' prompts)
-from judge_rl.prompts import scalar as _scalar  # noqa: F401  (registers "scalar", a reward model's conversation)
 
 
 def get_prompt(name: str) -> AnyPrompt:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar
 
-from judge_rl.registry import Registry
+from judge_rl.registry import Registry, package_modules
 
 # Annotations only: a prompt reads an item's fields (judge_rl.data sits below the prompts and imports none of them).
 if TYPE_CHECKING:
@@ -115,7 +116,10 @@ class ChoiceJudgePrompt(ABC):
 
 AnyPrompt = JudgePrompt | PointwiseJudgePrompt | ChoiceJudgePrompt
 
-PROMPTS: Registry[AnyPrompt] = Registry("prompt")
+# every module of judge_rl/prompts but this one, imported on the first lookup: adding a prompt is adding its module
+# (with `@register_prompt`), no list to edit
+PROMPTS: Registry[AnyPrompt] = Registry(
+    "prompt", modules=package_modules("judge_rl.prompts", [str(Path(__file__).parent)], skip=("base",)))
 
 P = TypeVar("P", bound=type[JudgePrompt] | type[PointwiseJudgePrompt] | type[ChoiceJudgePrompt])
 

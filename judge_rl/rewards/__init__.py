@@ -1,8 +1,11 @@
 """Judge rewards, by name, and `compute_score`, the entry point verl imports by file path.
 
-Registered rewards (each parses with the prompt of the same name):
+Registered rewards, one module each (each parses with the prompt of the same name). The registry imports every
+module of this package on its first lookup, so adding a reward is adding its module (a `@register_reward` class)
+and its conf/reward/<name>.yaml:
 
   "strength", "binary"    Think-J (judge_rl.rewards.strength)
+  "consistency"           J1: both orders of a pair in one group (judge_rl.rewards.consistency)
   "margin"                Think-J's score prompt, right side + score margin (judge_rl.rewards.margin)
   "judgelrm"              JudgeLRM: format + relation + absolute + confidence (judge_rl.rewards.judgelrm)
   "pairwise_tag"          OpenJudge pairwise: right/wrong (judge_rl.rewards.openjudge)
@@ -36,11 +39,6 @@ from judge_rl.rewards.base import (
     parse_pointwise_ground_truth,
     register_reward,
 )
-from judge_rl.rewards.consistency import ConsistencyReward
-from judge_rl.rewards.judgelrm import JudgeLRMReward
-from judge_rl.rewards.margin import MarginReward
-from judge_rl.rewards.openjudge import PairwiseTagReward, PointwiseScoreReward
-from judge_rl.rewards.strength import BinaryReward, StrengthReward
 
 DEFAULT_REWARD = "strength"
 
@@ -89,19 +87,12 @@ def compute_score(
 
 __all__ = [
     "REWARDS",
-    "BinaryReward",
-    "ConsistencyReward",
     "GroundTruth",
-    "JudgeLRMReward",
-    "MarginReward",
     "PairwiseReward",
-    "PairwiseTagReward",
     "PointwiseReward",
-    "PointwiseScoreReward",
     "PointwiseTruth",
     "Reward",
     "RewardOutput",
-    "StrengthReward",
     "build_reward",
     "compute_score",
     "get_reward",

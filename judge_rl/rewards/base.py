@@ -38,12 +38,13 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 from judge_rl.prompts import get_prompt
 from judge_rl.prompts.base import Judgment
 from judge_rl.prompts.strength import STRENGTHS
-from judge_rl.registry import Registry
+from judge_rl.registry import Registry, package_modules
 
 RewardOutput = dict[str, float | int | str]
 
@@ -279,7 +280,10 @@ class PointwiseReward(Reward):
         }
 
 
-REWARDS: Registry[type[Reward]] = Registry("reward")
+# every module of judge_rl/rewards but this one, imported on the first lookup: adding a reward is adding its module
+# (with `@register_reward`) and its conf/reward/<name>.yaml, no list to edit
+REWARDS: Registry[type[Reward]] = Registry(
+    "reward", modules=package_modules("judge_rl.rewards", [str(Path(__file__).parent)], skip=("base",)))
 
 R = TypeVar("R", bound=type[Reward])
 

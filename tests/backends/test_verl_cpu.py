@@ -86,6 +86,16 @@ def test_cluster_cpu_verl_translates_to_a_cpu_job_verl_validates(tmp_path):
     assert arr["rollout"]["max_model_len"] >= arr["rollout"]["prompt_length"] + arr["rollout"]["response_length"]
     assert cfg["ray_kwargs"]["ray_init"]["num_gpus"] == cfg["trainer"]["n_gpus_per_node"] == 1
     assert cfg["ray_kwargs"]["ray_init"]["include_dashboard"] is False  # the job's own Ray, on a CPU
+    # fp32 compute in verl's FSDP engines: with no mixed_precision they compute in bf16, which an AVX2-only CPU runs
+    # through a reference GEMM (~50x slower than fp32); verl's own engine config reads the value back as float32
+    import torch
+    from omegaconf import OmegaConf
+    from verl.utils.config import omega_conf_to_dataclass
+    from verl.utils.torch_dtypes import PrecisionType
+
+    for role in ("actor", "ref"):
+        engine = omega_conf_to_dataclass(OmegaConf.create(arr[role]["fsdp_config"]))
+        assert {PrecisionType.to_dtype(v) for v in engine.mixed_precision.values()} == {torch.float32}, role
 
 
 def test_a_gpu_cluster_gets_none_of_the_cpu_settings(tmp_path):
@@ -94,6 +104,7 @@ def test_a_gpu_cluster_gets_none_of_the_cpu_settings(tmp_path):
     assert cfg["trainer"]["device"] == "cuda" and "enable_sleep_mode" not in rollout
     assert "worker_extension_cls" not in rollout["engine_kwargs"]["vllm"]
     assert "include_dashboard" not in cfg["ray_kwargs"]["ray_init"]  # Ray's default, with its dashboard
+    assert "mixed_precision" not in cfg["actor_rollout_ref"]["actor"]["fsdp_config"]  # verl's bf16 on a GPU
 
 
 def _metrics(run_dir: Path) -> list[dict]:

@@ -6,7 +6,7 @@ import pytest
 
 from judge_rl.prompts.judgelrm import ANSWER_REASONS
 from judge_rl.prompts.think import MISSING_THINK, SCORE_OUT_OF_RANGE
-from judge_rl.rewards import JudgeLRMReward
+from judge_rl.rewards.judgelrm import JudgeLRMReward
 
 THINK = "<think>\nWeighing both.\n</think>\n"
 

@@ -9,7 +9,7 @@ import pytest
 from judge_rl.prompts.margin import TIE
 from judge_rl.prompts.strength import BAD_TEMPLATE, MISSING_THINK
 from judge_rl.prompts.think import SCORE_OUT_OF_RANGE
-from judge_rl.rewards import MarginReward
+from judge_rl.rewards.margin import MarginReward
 
 THINK = "<think>\nWeighing both.\n</think>\n"
 

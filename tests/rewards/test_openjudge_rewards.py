@@ -6,7 +6,8 @@ import pytest
 
 from judge_rl.prompts.openjudge import BETTER_REASONS, SCORE_REASONS
 from judge_rl.prompts.think import MISSING_THINK, SCORE_OUT_OF_RANGE
-from judge_rl.rewards import BinaryReward, PairwiseTagReward, PointwiseScoreReward
+from judge_rl.rewards.openjudge import PairwiseTagReward, PointwiseScoreReward
+from judge_rl.rewards.strength import BinaryReward
 
 THINK = "<think>\nWeighing it.\n</think>\n"
 

@@ -18,12 +18,8 @@ from judge_rl.prompts import get_prompt
 from judge_rl.rewards import (
     REWARDS,
     GroundTruth,
-    JudgeLRMReward,
-    MarginReward,
     PairwiseReward,
-    PairwiseTagReward,
     PointwiseReward,
-    PointwiseScoreReward,
     PointwiseTruth,
     build_reward,
     compute_score,
@@ -31,6 +27,9 @@ from judge_rl.rewards import (
     parse_ground_truth,
     parse_pointwise_ground_truth,
 )
+from judge_rl.rewards.judgelrm import JudgeLRMReward
+from judge_rl.rewards.margin import MarginReward
+from judge_rl.rewards.openjudge import PairwiseTagReward, PointwiseScoreReward
 
 CONF_REWARD = Path(__file__).resolve().parents[2] / "conf" / "reward"
 THINK = "<think>\nWeighing both.\n</think>\n"

@@ -12,13 +12,12 @@ from judge_rl.prompts import get_prompt
 from judge_rl.prompts.strength import BAD_TEMPLATE, MISSING_THINK, STRENGTH_OUT_OF_RANGE
 from judge_rl.rewards import (
     REWARDS,
-    BinaryReward,
-    StrengthReward,
     build_reward,
     compute_score,
     get_reward,
     parse_ground_truth,
 )
+from judge_rl.rewards.strength import BinaryReward, StrengthReward
 from judge_rl.rewards.base import GroundTruth
 
 KEYS = ["score", "format_ok", "correct", "pred_winner", "pred_strength", "strength_error", "parse_error"]

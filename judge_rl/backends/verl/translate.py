@@ -110,8 +110,13 @@ RATE_LIMITED_KEYS = ("reward.max_concurrent", "reward.max_rpm", "reward.max_tpm"
 # `actor_rollout_ref.ref.optim`: the reference engine's optimizer config, read as `ref_config.optim` by
 # verl/workers/engine_workers.py:574; `actor_rollout_ref.rollout.enable_sleep_mode`: a RolloutConfig field
 # (verl/workers/config/rollout.py:268, default true) the YAML defaults lack. Both set only on cluster.device=cpu.
+# `<engine>.mixed_precision`: an FSDPEngineConfig field (verl/workers/config/engine.py, default None) the YAML defaults
+# lack; left None, verl's FSDP engine computes in bf16 whatever `<engine>.dtype` says
+# (verl/workers/engine/fsdp/transformer_impl.py:391-399). Set only on cluster.device=cpu (CPU_VALUES).
+FSDP_ENGINES = ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.ref.fsdp_config", "critic.fsdp")
 PASSTHROUGH = ("reward.custom_reward_function.reward_kwargs", "ray_kwargs.ray_init", "actor_rollout_ref.ref.optim",
-               "actor_rollout_ref.rollout.enable_sleep_mode", *RATE_LIMITED_KEYS)  # fmt: skip
+               "actor_rollout_ref.rollout.enable_sleep_mode", *RATE_LIMITED_KEYS,
+               *(f"{engine}.mixed_precision" for engine in FSDP_ENGINES))  # fmt: skip
 
 # Keys the 0.9.1 dataclasses still carry but no engine reads, and the key that is read instead.
 DEAD_ALIASES = {
@@ -441,14 +446,17 @@ def attention_values(device: str, extra: Mapping[str, Any]) -> dict[str, Any]:
 
 # What verl 0.9.1 needs to train on CPU workers with vLLM's CPU build (cluster=cpu_verl), besides the CPU
 # platform (cpu_platform.py, through the environment launch.py sets). Each value, and why:
-FSDP_ENGINES = ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.ref.fsdp_config", "critic.fsdp")
 CPU_VALUES: dict[str, Any] = {
     "trainer.device": "cpu",
     # FSDP1 needs an accelerator for device_id; FSDP2 (fully_shard) shards over gloo on CPU
     **{f"{role}.strategy": "fsdp2" for role in ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "critic")},
     **{f"{engine}.strategy": "fsdp2" for engine in FSDP_ENGINES},
-    # fp32: bf16 matmuls are slower than fp32 on CPU, and the rollout must match the actor's precision
+    # fp32 parameters and compute: bf16 matmuls are slower than fp32 on CPU (on an AVX2-only CPU without AVX512-BF16,
+    # torch 2.13 falls back to a reference GEMM: 0.8 against 39 GFLOP/s, 1024^2 on 2 cores; verl's update then took
+    # minutes a step), and the rollout must match the actor's precision. `dtype` alone leaves verl's FSDP engine in bf16
     **{f"{engine}.dtype": "float32" for engine in FSDP_ENGINES},
+    **{f"{engine}.mixed_precision": {"param_dtype": "fp32", "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
+       for engine in FSDP_ENGINES},
     "actor_rollout_ref.rollout.dtype": "float32",
     # a forward-only FSDP2 engine pins its offloaded parameters (CPUOffloadPolicy(pin_memory=True),
     # verl/workers/engine/fsdp/transformer_impl.py:459-462), which needs an accelerator: the reference
