@@ -184,16 +184,3 @@ def test_the_walk_finds_a_cycle_a_folder_loop_an_import_against_the_order_and_an
     assert folder_loops(graph) == ["aio <-> stopping (judge_rl.aio -> judge_rl.stopping; judge_rl.stopping -> judge_rl.aio)"]
     assert against_the_order(graph) == [
         "judge_rl.config.schema -> judge_rl.policy.job (config imports policy, which sits above it in ORDER)"]
-
-
-@pytest.mark.parametrize("registry", ["judge_rl.policy.rewards:POLICY_REWARDS", "judge_rl.evaluation.benchmarks:BENCHMARKS"])
-def test_every_module_of_a_one_file_per_entry_package_registers_itself(registry):
-    # adding a policy reward or a benchmark is adding one module (and its conf file): the package lists its modules
-    import importlib
-
-    module, name = registry.split(":")
-    reg = getattr(importlib.import_module(module), name)
-    names = reg.names()
-    files = sorted(p.stem for p in Path(importlib.import_module(module).__file__).parent.glob("*.py")
-                   if not p.stem.startswith("_") and p.stem not in ("base", "pairwise"))  # fmt: skip
-    assert set(files) <= set(names), (files, names)

@@ -56,10 +56,12 @@ print(sorted(before), sorted(after), names, sep="\\n")
     ("judge_rl.rewards", "judge_rl.rewards.base", "REWARDS"),
     ("judge_rl.prompts", "judge_rl.prompts.base", "PROMPTS"),
     ("judge_rl.evaluation.benchmarks", "judge_rl.evaluation.benchmarks", "BENCHMARKS"),
+    ("judge_rl.policy.rewards", "judge_rl.policy.rewards", "POLICY_REWARDS"),
 ])  # fmt: skip
 def test_a_registry_finds_every_module_of_its_package_without_a_list(package, base, registry):
-    """Adding a reward, a prompt or a benchmark is adding its module: the registry's first lookup imports every
-    module of the package (none named in a list), in a fresh process that imported only the registry's module."""
+    """Adding a reward, a prompt, a benchmark or a policy reward is adding its module (and its conf file): the
+    registry's first lookup imports every module of the package (none named in a list), in a fresh process that
+    imported only the registry's module."""
     import importlib
     import pkgutil
     import subprocess
@@ -70,6 +72,9 @@ def test_a_registry_finds_every_module_of_its_package_without_a_list(package, ba
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     before, after, names = done.stdout.strip().splitlines()[-3:]
-    assert set(eval(before)) <= {base}  # the package lists none of its modules
+    assert set(eval(before)) <= {base, f"{package}.base"}  # the package lists none of its entry modules
     assert modules <= set(eval(after)), modules - set(eval(after))  # every module imported by the lookup
     assert len(eval(names)) >= len(modules) - 2  # each module registers at least one entry (base/pairwise share)
+    if registry in ("BENCHMARKS", "POLICY_REWARDS"):  # one entry per module, named as its file
+        stems = {m.rsplit(".", 1)[1] for m in modules} - {"base", "pairwise"}
+        assert stems <= set(eval(names)), (stems, eval(names))
