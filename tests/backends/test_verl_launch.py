@@ -210,6 +210,11 @@ def test_a_failed_verl_job_is_one_line_with_why_and_what_a_rerun_resumes_from(tm
     err = RayTaskError(function_name="TaskRunnerV1.run", traceback_str="Traceback ...", cause=RuntimeError("boom\nmore"))
     assert raised_line(err) == "verl raised RuntimeError: boom"
     assert raised_line(ValueError("\x1b[36mred\x1b[39m text")) == "verl raised ValueError: red text"
+    # Ray Client's proxy losing the server it forked for the job (what ray.init raised in a CI run): named, with the fix
+    lost = raised_line(ConnectionAbortedError("Initialization failure from server:\nTraceback ... proxier.py ..."))
+    assert lost.startswith("verl raised ConnectionAbortedError: Initialization failure from server:")
+    assert "ray-project/ray#63202" in lost and "GRPC_ENABLE_FORK_SUPPORT=false" in lost and "4 tries" in lost
+    assert "#63202" not in raised_line(ConnectionAbortedError("connection reset"))
 
     failure, ckpts = tmp_path / "failure.txt", tmp_path / "checkpoints"
     assert failed_line(1, failure, ckpts) == ("verl's job exited with code 1: see its log above; no checkpoint yet: a "
@@ -220,3 +225,34 @@ def test_a_failed_verl_job_is_one_line_with_why_and_what_a_rerun_resumes_from(tm
     line = failed_line(75, failure, ckpts)
     assert line == "verl's job exited with code 75: lost Ray node abc (10.0.0.2) mid-job; a re-run resumes from global_step_3"
     assert "\n" not in line
+
+
+def test_the_job_connects_again_when_ray_clients_proxy_loses_its_server(capsys):
+    """What ray.init raises through Ray Client when the proxy's forked server died (ray-project/ray#63202) is retried
+    in the same process (Ray not initialized yet), with a line each time; any other error, and the last, is raised."""
+    from judge_rl.backends.verl.entry import RAY_CLIENT_RETRIES, run_connecting_again
+
+    calls = []
+
+    def connects_on(n: int, err: BaseException):
+        def run() -> None:
+            calls.append(1)
+            if len(calls) < n:
+                raise err
+
+        return run
+
+    lost = ConnectionAbortedError("Initialization failure from server:\nTraceback ...")
+    run_connecting_again(connects_on(3, lost))
+    assert len(calls) == 3
+    assert capsys.readouterr().err.splitlines() == [
+        f"judge_rl: Ray Client's proxy lost the server it started for this job (ray-project/ray#63202); connecting "
+        f"again ({k} of {RAY_CLIENT_RETRIES})" for k in (1, 2)]  # fmt: skip
+    calls.clear()
+    with pytest.raises(ConnectionAbortedError, match="Initialization failure"):  # every try lost: the job fails
+        run_connecting_again(connects_on(RAY_CLIENT_RETRIES + 5, lost))
+    assert len(calls) == RAY_CLIENT_RETRIES + 1
+    calls.clear()
+    with pytest.raises(ConnectionAbortedError, match="reset"):  # another connection error: not retried
+        run_connecting_again(connects_on(2, ConnectionAbortedError("connection reset")))
+    assert len(calls) == 1

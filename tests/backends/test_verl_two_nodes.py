@@ -88,8 +88,11 @@ def cluster():
     """(address, environment, Ray's temp dir, Ray Client address) of a two-node cluster, shared by this file's tests
     (starting and stopping one takes ~25 s); every Ray process of it gone afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="jr2n", dir="/tmp"))  # short: Ray's Unix sockets live under it
-    # one machine, no token: a joining `ray start` does not send the head's auth token unless RAY_AUTH_MODE=token
-    env = {**os.environ, "RAY_TMPDIR": str(scratch), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    # one machine, no token: a joining `ray start` does not send the head's auth token unless RAY_AUTH_MODE=token;
+    # without gRPC's fork handlers Ray Client's proxy does not lose the servers it forks (entry.RAY_CLIENT_LOST: twice
+    # in a row in one CI run before the job retried)
+    env = {**os.environ, "RAY_TMPDIR": str(scratch), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+           "GRPC_ENABLE_FORK_SUPPORT": "false"}
     env.pop("RAY_ADDRESS", None)
     port, client_port = free_port(), free_port()
     try:
@@ -192,25 +195,15 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
     def metrics_files() -> set[Path]:  # one a launch
         return set((run_dir / "verl" / "metrics").glob("*.jsonl"))
 
-    before, not_connected = metrics_files(), set()
+    # (Ray Client's proxy losing the server it forks for the job is retried by the job itself: entry.run_connecting_again)
     second = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
-    if second.returncode and "Starting Ray client server failed" in second.stdout + second.stderr:
-        # Ray's client proxy, now and then, loses the per-client server it starts (seen once in ~8 runs: the process
-        # died within 12 ms, its log empty; ray/util/client/server/proxier.py). The job says so in one line, nothing
-        # is lost, and the same command again resumes: what a user does
-        errors = _error_lines(second.stderr)
-        assert len(errors) == 1 and "ConnectionAbortedError" in errors[0], second.stderr[-3000:]
-        assert latest.read_text().strip() == "1"
-        print(f"Ray Client's server failed to start; the job said: {errors[0]}; running it again")
-        not_connected = metrics_files() - before
-        second = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
     assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
     stages["resumed, step 2, merged, evaluated"] = time.monotonic()
     names = list(stages)
     print("stages (s): " + ", ".join(f"{b} {stages[b] - stages[a]:.0f}" for a, b in zip(names, names[1:])))
     assert f"Using address {client}" in second.stdout + second.stderr  # verl's driver joined through Ray Client
     assert latest.read_text().strip() == "2" and (ckpts / "global_step_2" / "actor").is_dir()
-    launches = sorted(metrics_files() - not_connected)
+    launches = sorted(metrics_files())
     assert len(launches) == 2
     assert [json.loads(line)["step"] for line in launches[1].read_text().splitlines() if line.strip()] == [2]
     assert (run_dir / "rl_model" / "model.safetensors").is_file()

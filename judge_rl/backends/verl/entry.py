@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from omegaconf import OmegaConf, open_dict
 
@@ -76,13 +76,47 @@ def cluster_note(environ: Mapping[str, str]) -> str | None:
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+# Ray Client's proxy forks the server of each client from a process whose gRPC threads are busy; now and then the
+# child dies at once (ray-project/ray#63202; 4 of 32 connections to a fresh head here, 0 of 60 with the workaround).
+# Nothing has run then and Ray is not initialized: connecting again in the same process works (seen here), so the
+# job does, RAY_CLIENT_RETRIES times, before it fails in one line.
+RAY_CLIENT_LOST = ("Ray Client's proxy lost the server it started for this job (a Ray race, ray-project/ray#63202): "
+                   "nothing ran, the same command again connects; GRPC_ENABLE_FORK_SUPPORT=false in the environment of "
+                   "the head's `ray start` avoids it")
+RAY_CLIENT_RETRIES = 3
+
+
+def ray_client_lost(err: BaseException) -> bool:
+    """Whether `err` is ray.init through Ray Client failing because the proxy lost the job's server (RAY_CLIENT_LOST)."""
+    return isinstance(err, ConnectionAbortedError) and str(err).startswith("Initialization failure from server")
+
+
+def run_connecting_again(run: Callable[[], None], retries: int = RAY_CLIENT_RETRIES) -> None:
+    """`run()`, called again up to `retries` times while it fails to connect through Ray Client before Ray is
+    initialized (ray_client_lost), each time with a line saying so; any other failure, or the last, is raised."""
+    import ray
+
+    for attempt in range(retries + 1):
+        try:
+            return run()
+        except ConnectionAbortedError as err:
+            if attempt == retries or not ray_client_lost(err) or ray.is_initialized():
+                raise
+            print(f"judge_rl: Ray Client's proxy lost the server it started for this job (ray-project/ray#63202); "
+                  f"connecting again ({attempt + 1} of {retries})", file=sys.stderr, flush=True)
+
+
 def raised_line(err: BaseException) -> str:
-    """'verl raised <Type>: <first line>' of an exception, a Ray task's error by the exception the task raised."""
+    """'verl raised <Type>: <first line>' of an exception, a Ray task's error by the exception the task raised; a
+    known Ray failure with what it means and what to do (RAY_CLIENT_LOST)."""
     cause = getattr(err, "cause", None)  # RayTaskError: the remote exception, not Ray's `ray::Actor.method() (pid=...)`
     if isinstance(cause, BaseException):
         err = cause
     text = ANSI.sub("", str(err)).strip()
-    return f"verl raised {type(err).__name__}" + (f": {text.splitlines()[0][:200]}" if text else "")
+    line = f"verl raised {type(err).__name__}" + (f": {text.splitlines()[0][:200]}" if text else "")
+    if ray_client_lost(err):
+        line += f" ({RAY_CLIENT_LOST}; {RAY_CLIENT_RETRIES + 1} tries)"
+    return line
 
 
 def lost_nodes(alive_at_start: set[str]) -> list[str]:
@@ -158,7 +192,7 @@ def main(path: str) -> None:
     failure = Path(path).with_name(FAILURE_FILE)
     watch = NodeWatch(failure) if os.environ.get("RAY_ADDRESS") else None  # an existing cluster: nodes can go
     try:
-        verl_main(cfg)  # hydra.main passes a given config straight to the task function
+        run_connecting_again(lambda: verl_main(cfg))  # hydra.main passes a given config straight to the task function
     except Exception as err:
         if watch is not None:
             watch.explain(err)
