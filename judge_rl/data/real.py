@@ -65,14 +65,19 @@ def _opening(text: str) -> str:
     return " ".join(words[:_QUOTE_WORDS]) + (" ..." if len(words) > _QUOTE_WORDS else "")
 
 
+def label_thinking(response_a: str, response_b: str, winner: str) -> str:
+    """The thinking of a label trace: each response's opening quoted, then the preference for `winner` ("a" or "b")."""
+    return (f'Response (a) opens: "{_opening(response_a)}" Response (b) opens: "{_opening(response_b)}" '
+            f"Response ({winner}) serves the request better.")
+
+
 def label_traces(pair: PreferencePair) -> dict[str, str]:
     """The gold trace for each order of a labelled pair without a rationale (module docstring), keyed by the position
     of `chosen`: each response's opening quoted, then the label's preference, then the verdict line."""
     traces = {}
     for pos in ("a", "b"):
         shown = {pos: pair.chosen, ("b" if pos == "a" else "a"): pair.rejected}
-        thinking = (f'Response (a) opens: "{_opening(shown["a"])}" Response (b) opens: "{_opening(shown["b"])}" '
-                    f"Response ({pos}) serves the request better.")
+        thinking = label_thinking(shown["a"], shown["b"], pos)
         traces[pos] = f"<think>\n{thinking}\n</think>\n" + verdict_line(pos, LABEL_TRACE_STRENGTH)
     return traces
 
