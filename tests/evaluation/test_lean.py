@@ -8,7 +8,8 @@ import torch
 
 from judge_rl.config import ModelConfig
 from judge_rl.data.pairs import JudgeItem, PreferencePair
-from judge_rl.evaluation.lean import candidate_outputs, item_margins, output_log_likelihoods, summarize
+from judge_rl.evaluation.lean import (candidate_outputs, item_margins, log_likelihood_margin, output_log_likelihoods,
+                                      summarize)
 from judge_rl.models.loading import load_model, load_tokenizer
 from judge_rl.prompts import get_prompt
 from judge_rl.rollouts.generation import encode_chat
@@ -51,6 +52,13 @@ def test_the_log_likelihoods_of_a_padded_batch_are_each_outputs_own():
         logits = model(input_ids=torch.tensor([ids + out_ids])).logits[0].float().log_softmax(-1)
         by_hand = sum(float(logits[len(ids) - 1 + k, t]) for k, t in enumerate(out_ids))
     assert alone[1] == pytest.approx(by_hand, abs=1e-3) and alone[1] < 0
+    # the margin computed once over the shared part is the difference of the two full log-likelihoods
+    pair_outputs = candidate_outputs(item, prompt)
+    full = output_log_likelihoods(model, tokenizer, ids, [pair_outputs["a"], pair_outputs["b"]])
+    assert log_likelihood_margin(model, tokenizer, ids, pair_outputs["a"], pair_outputs["b"]) == pytest.approx(
+        full[0] - full[1], abs=1e-3)
+    assert log_likelihood_margin(model, tokenizer, ids, outputs[0], outputs[1]) == pytest.approx(
+        alone[0] - alone[1], abs=1e-3)  # outputs that differ from their second token on, one longer
     margins = item_margins(model, tokenizer, prompt, PAIRS, lambda m: encode_chat(tokenizer, m))
     assert [(m["pair_id"], m["chosen_position"]) for m in margins] == [("p0", "a"), ("p0", "b"), ("p1", "a"), ("p1", "b")]
     summary = summarize(margins)
