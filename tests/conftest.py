@@ -196,6 +196,14 @@ TINY_RUN = [
 ]
 
 
+# The real verl jobs' size (tests/backends/test_verl_cpu.py, test_verl_two_nodes.py): 2 steps, each checkpointed, and the
+# merged model judged on 4 held-out pairs in both orders. GRPO's smallest group, 2 samples a prompt (cpu_verl's is 4),
+# halves a step's log-prob, reference and update passes: measured alone on 2 cores (`python -m judge_rl cluster=cpu_verl
+# stages=[rl,eval_rl]` with the rest of these), steps of 53 s and 37 s instead of 75 s and 60 s.
+VERL_JOB = ["trainer.total_steps=2", "trainer.save_every=1", "trainer.max_new_tokens=32", "algorithm.rollout_n=2",
+            "eval.limit=4", "eval.benchmarks=[]"]
+
+
 @pytest.fixture(scope="session")
 def smollm2_tokenizer_dir() -> str:
     """The embedded model's tokenizer files (from the GGUF package; no weights de-quantized), in the shared cache."""

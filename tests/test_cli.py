@@ -149,9 +149,25 @@ def test_the_choice_check_leaves_other_config_directories_to_hydra(tmp_path, mon
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "mine.yaml").write_text("# @package _global_\n")
     monkeypatch.setenv("JUDGE_RL_ROOT", str(tmp_path))
-    assert unknown_choice(["+experiments=mine"]) is None
-    assert unknown_choice(["+experiments=reference_guided_grpo"]).startswith("experiments=reference_guided_grpo")
+    assert unknown_choice(["experiments=mine"]) is None
+    assert unknown_choice(["experiments=reference_guided_grpo"]).startswith("experiments=reference_guided_grpo")
     assert unknown_choice(["hydra/launcher=basic", "~logger", "debug=null", "algorithm=choice(grpo,bt)"]) is None
+
+
+def test_a_group_of_the_defaults_list_added_with_a_plus_is_one_line_saying_what_to_type():
+    """experiments, judge_ladder and real_pairs moved into conf/config.yaml's defaults (so that debug=tiny shrinks
+    them): the spelling before, `+experiments=x`, made Hydra say "Multiple values for experiments"."""
+    from judge_rl.jobs.shell import unknown_choice
+
+    line = unknown_choice(["+experiments=reference_guided_grpo", "debug=tiny"])
+    assert line.endswith("chosen without the +: experiments=reference_guided_grpo"), line
+    assert unknown_choice(["+judge_ladder=sft_few,sft_rl"]).endswith(": judge_ladder=sft_few,sft_rl")
+    assert unknown_choice(["+sweeps=judge_ladder", "judge_ladder=sft_rl", "debug=tiny"]) is None  # sweeps: added
+    assert unknown_choice(["+reward_judge=oracle"], "policy") is None  # the policy app's, not in its defaults
+    out = subprocess.run([sys.executable, "-m", "judge_rl", "+real_pairs=bt"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1] == (
+        "judge_rl: error: +real_pairs=bt: real_pairs is in conf/config.yaml's defaults list, so it is chosen without "
+        "the +: real_pairs=bt"), out.stderr[-2000:]
 
 
 def test_the_installed_judge_rl_command_runs_every_app(tmp_path):

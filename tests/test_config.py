@@ -91,7 +91,7 @@ EXPERIMENTS = sorted(p.stem for p in (CONF_DIR.parent / "experiments").glob("*.y
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_composes_and_passes_validation(name):
-    job = to_job_config(compose_config(["run_dir=/tmp/unused", f"+experiments={name}"]))
+    job = to_job_config(compose_config(["run_dir=/tmp/unused", f"experiments={name}"]))
     assert job.trainer.total_steps >= 1
     if name == "reference_guided_grpo":
         assert job.algorithm.group_both_orders and job.data.train.kwargs["reference"] and job.data.eval.kwargs["reference"]

@@ -101,10 +101,12 @@ def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], An
     return task
 
 
-def unknown_choice(argv: list[str]) -> str | None:
+def unknown_choice(argv: list[str], config_name: str = "config") -> str | None:
     """The first config-group choice on the command line that names no option of its group (`algorithm=nope`, or
     one value of a sweep `algorithm=direct,nope`), as one line naming the available options; None when every choice
-    exists. Hydra would say so only after composing, in several lines, and a sweep would run nothing."""
+    exists. Hydra would say so only after composing, in several lines, and a sweep would run nothing. A group the
+    app's config lists in its defaults added with `+` (`+experiments=x`, the spelling before it was listed) is named
+    too: Hydra's own words for it ("Multiple values for experiments") do not say what to type."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
 
@@ -115,11 +117,15 @@ def unknown_choice(argv: list[str]) -> str | None:
     except Exception:  # noqa: BLE001  a malformed override: Hydra's own message says what is wrong
         return None
     roots = _config_roots()
+    listed = _defaults_groups(config_name)
     for o in overrides:
         group = o.key_or_group
         dirs = [d / group for d in roots if not group.startswith("hydra") and (d / group).is_dir()]
         if o.is_delete() or not dirs:
             continue
+        if o.is_add() and group in listed:
+            return (f"{o.input_line}: {group} is in conf/{config_name}.yaml's defaults list, so it is chosen without "
+                    f"the +: {o.input_line.removeprefix('+')}")
         if o.value_type == ValueType.ELEMENT:
             values = [o.value()]
         elif o.value_type in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP):
@@ -134,6 +140,15 @@ def unknown_choice(argv: list[str]) -> str | None:
 
 
 _ENV_NO_DEFAULT = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _defaults_groups(config_name: str) -> set[str]:
+    """The config groups conf/<config_name>.yaml lists in its defaults (`model`, `experiments`, ...)."""
+    import yaml
+
+    path = CONF_DIR / f"{config_name}.yaml"
+    entries = yaml.safe_load(path.read_text()).get("defaults", []) if path.is_file() else []
+    return {key.removeprefix("optional ").strip() for entry in entries if isinstance(entry, dict) for key in entry}
 
 
 def _config_roots() -> tuple[Path, ...]:
@@ -220,7 +235,7 @@ def hydra_app(config_name: str, run_fn: Callable[[DictConfig], Any]) -> None:
     stopping.install()
     quiet_library_progress()
     sys.argv = [sys.argv[0], *flags_to_overrides(sys.argv[1:])]
-    bad = unknown_choice(sys.argv[1:])
+    bad = unknown_choice(sys.argv[1:], config_name)
     if bad is not None:
         print(f"judge_rl: error: {bad}", file=sys.stderr, flush=True)
         sys.exit(1)

@@ -20,7 +20,7 @@ import pytest
 from judge_rl.backends.verl.launch import CPU_PLATFORM_MODULE, FORWARDED_ENV, cpu_platform_env, launch_env
 from judge_rl.rollouts.vllm_engine import vllm_installed
 
-from conftest import run_dir_lock_free
+from conftest import VERL_JOB, run_dir_lock_free
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -193,8 +193,7 @@ def test_a_real_verl_grpo_job_on_cpu_trains_checkpoints_resumes_after_a_crash_me
     scratch = Path(tempfile.mkdtemp(prefix="jr", dir="/tmp"))
     tag = scratch.name
     command = [sys.executable, "-m", "judge_rl", "cluster=cpu_verl", "stages=[rl,eval_rl]", "logger=wandb",
-               "trainer.total_steps=2", "trainer.save_every=1", "trainer.max_new_tokens=32", "eval.limit=4",
-               "eval.benchmarks=[]", f"run_dir={run_dir}"]  # fmt: skip
+               *VERL_JOB, f"run_dir={run_dir}"]  # fmt: skip
     env = {**os.environ, "PYTHONWARNINGS": "ignore", **SECRETS, "WANDB_MODE": "offline",
            "JUDGE_RL_FORWARD_ENV": "OPENAI_API_KEY",  # the policy job names its judge's key this way
            "RAY_TMPDIR": str(scratch), "TMPDIR": str(scratch), "WANDB_CONFIG_DIR": str(scratch / "wandb-config"),

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from judge_rl.rollouts.vllm_engine import vllm_installed
+from conftest import VERL_JOB
 from vllm_support import free_port, processes_with
 
 RAY = Path(sys.executable).with_name("ray")
@@ -141,8 +142,7 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
     logs_before = _raylet_logs(scratch)
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "judge_rl", "cluster=cpu_verl", "cluster.nnodes=2", f"cluster.ray_address={address}",
-               "stages=[rl,eval_rl]", "trainer.total_steps=2", "trainer.save_every=1", "trainer.max_new_tokens=32",
-               "eval.limit=4", "eval.benchmarks=[]", "logger=wandb", "logger.project=jr-two-nodes", "logger.group=jr-group",
+               "stages=[rl,eval_rl]", *VERL_JOB, "logger=wandb", "logger.project=jr-two-nodes", "logger.group=jr-group",
                f"run_dir={run_dir}",
                f"hydra.run.dir={tmp_path / 'hydra'}"]  # fmt: skip
     # W&B's settings and the HF cache reach the other node's workers; the secrets reach no file the job or Ray writes

@@ -36,10 +36,10 @@ def test_the_ladder_and_the_policies_it_grades_in_smoke_mode(tmp_path, monkeypat
 
     ladder = tmp_path / "ladder"
     monkeypatch.setenv("JUDGE_RL_LADDER", str(ladder))
-    rungs = sweep_choices("judge_ladder", "+judge_ladder")
+    rungs = sweep_choices("judge_ladder", "judge_ladder")
     assert rungs == ["untrained", "sft_few", "sft_more", "sft_rl", "biased_longer"]
     for rung in rungs:
-        cfg = compose_config(["+sweeps=judge_ladder", f"+judge_ladder={rung}", *SMALL_MAIN, f"run_dir={ladder / rung}",
+        cfg = compose_config(["+sweeps=judge_ladder", f"judge_ladder={rung}", *SMALL_MAIN, f"run_dir={ladder / rung}",
                               "sft.num_examples=4" if rung == "sft_few" else "sft.num_examples=8"])  # fmt: skip
         assert cfg.data.name == "policy_task" and cfg.eval.benchmarks == []
         results = run_main(cfg)
