@@ -36,7 +36,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # is marked `alone`: memory_gate below runs it with nothing beside it. (The policy job on verl was, at 17.8 GB; with
 # 1 GiB of KV cache for its served judge it peaks at 15.7 GB and runs beside ordinary tests.)
 ENGINE_TESTS = (
-    "backends/test_verl_cpu.py::test_a_real_verl_grpo_job", "backends/test_verl_cpu.py::test_the_policy_job_runs_on_verl",
+    "backends/test_verl_cpu.py::test_the_policy_job_on_verl_cpu",
     "backends/test_verl_two_nodes.py", "jobs/test_policy_vllm_judge.py", "rollouts/test_samplers.py",
     "rollouts/test_vllm_engine.py", "servers/test_vllm_endpoint.py", "servers/test_vllm_server.py",
     "recipes/test_stages.py", "test_embedded_model.py",
@@ -194,14 +194,6 @@ TINY_RUN = [
     "eval.benchmark_limit=2",
     "data.train.kwargs.n=16",
 ]
-
-
-# The real verl jobs' size (tests/backends/test_verl_cpu.py, test_verl_two_nodes.py): 2 steps, each checkpointed, and the
-# merged model judged on 4 held-out pairs in both orders. GRPO's smallest group, 2 samples a prompt (cpu_verl's is 4),
-# halves a step's log-prob, reference and update passes: measured alone on 2 cores (`python -m judge_rl cluster=cpu_verl
-# stages=[rl,eval_rl]` with the rest of these), steps of 53 s and 37 s instead of 75 s and 60 s.
-VERL_JOB = ["trainer.total_steps=2", "trainer.save_every=1", "trainer.max_new_tokens=32", "algorithm.rollout_n=2",
-            "eval.limit=4", "eval.benchmarks=[]"]
 
 
 @pytest.fixture(scope="session")
