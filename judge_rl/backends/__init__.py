@@ -107,6 +107,7 @@ class RLResult:
     model_dir: Path
     history: list[dict[str, float]] = field(default_factory=list)
     resumed_from: int = 0
+    unlogged_steps: list[int] = field(default_factory=list)  # trained and checkpointed, with no metrics row (verl)
 
 
 Log = Callable[[dict[str, float], int], None]

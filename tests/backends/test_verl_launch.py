@@ -256,3 +256,18 @@ def test_the_job_connects_again_when_ray_clients_proxy_loses_its_server(capsys):
     with pytest.raises(ConnectionAbortedError, match="reset"):  # another connection error: not retried
         run_connecting_again(connects_on(2, ConnectionAbortedError("connection reset")))
     assert len(calls) == 1
+
+
+def test_a_step_verl_checkpointed_but_never_logged_is_counted_and_named(tmp_path):
+    """verl writes a step's metrics after its checkpoint: the two-node test's node, lost right after step 1's
+    checkpoint, left step 1 trained with no metrics row, and the resumed run's results said 1 step of 2."""
+    from judge_rl.backends.verl.launch import checkpointed_step, unlogged_steps
+
+    ckpts = tmp_path / "checkpoints"
+    assert checkpointed_step(ckpts) == 0  # no checkpoint yet
+    ckpts.mkdir()
+    (ckpts / "latest_checkpointed_iteration.txt").write_text("2\n")
+    assert checkpointed_step(ckpts) == 2
+    assert unlogged_steps([2], 2) == [1]
+    assert unlogged_steps([1, 2], 2) == [] and unlogged_steps([1, 2, 3], 2) == []  # a step after the last checkpoint
+    assert unlogged_steps([], 0) == []

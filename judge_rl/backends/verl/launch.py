@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -248,6 +248,8 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
     console.print(f"verl: launching {shown_command(job, command)}")
     failure = Path(path).with_name(FAILURE_FILE)
     failure.unlink(missing_ok=True)
+    ckpt_root = Path(cfg.trainer.default_local_dir)
+    resumed_from, unlogged = checkpointed_step(ckpt_root), []
     try:
         # a SIGTERM to this job goes on to verl's process, which stops (its last checkpoint is what a re-run resumes
         # from); this job then stops as interrupted (judge_rl/stopping.py)
@@ -257,20 +259,41 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
         if code:
             raise subprocess.CalledProcessError(code, command)
     finally:  # the steps verl finished count even when it crashed later
-        history = []
+        history, logged = [], []
         for record in read_verl_metrics(run_dir):
             step = record.pop("step")
             log(record, step)
             history.append(record)
-    return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=history)
+            logged.append(step)
+        unlogged = unlogged_steps(logged, checkpointed_step(ckpt_root))
+        if unlogged:
+            console.print(f"[yellow]verl: step(s) {unlogged} trained and checkpointed, but verl never logged their "
+                          "metrics (it writes a step's metrics after its checkpoint, and the job stopped in between): "
+                          "metrics.jsonl has no row for them[/yellow]")
+    return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=history, resumed_from=resumed_from,
+                    unlogged_steps=unlogged)
+
+
+def checkpointed_step(ckpt_root: Path) -> int:
+    """The step of verl's last checkpoint under `ckpt_root` (its latest_checkpointed_iteration.txt; 0: none)."""
+    latest = ckpt_root / "latest_checkpointed_iteration.txt"
+    text = latest.read_text().strip() if latest.is_file() else ""
+    return int(text) if text.isdigit() else 0
+
+
+def unlogged_steps(logged: Iterable[int], checkpointed: int) -> list[int]:
+    """The steps up to the last checkpoint that verl trained but never logged. verl writes a step's metrics after its
+    checkpoint, so a job stopped between the two (a Ray node lost right after the checkpoint, measured in
+    tests/backends/test_verl_two_nodes.py) resumes after that step and its row is never written: the run counts it
+    as trained, and names it, instead of reporting one step fewer."""
+    return sorted(set(range(1, checkpointed + 1)) - set(logged))
 
 
 def failed_line(code: int, failure: Path, ckpt_root: Path) -> str:
     """One line for a verl job that exited with `code`: why (the entry's `failure` file, when it wrote one) and what a
     re-run resumes from (the last checkpoint under `ckpt_root`)."""
     why = failure.read_text().strip() if failure.is_file() else ""
-    latest = ckpt_root / "latest_checkpointed_iteration.txt"
-    step = latest.read_text().strip() if latest.is_file() else ""
+    step = checkpointed_step(ckpt_root)
     resume = f"a re-run resumes from global_step_{step}" if step else "no checkpoint yet: a re-run starts from step 1"
     return f"verl's job exited with code {code}: {why or 'see its log above'}; {resume}"
 
