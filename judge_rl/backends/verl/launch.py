@@ -249,7 +249,7 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
     failure = Path(path).with_name(FAILURE_FILE)
     failure.unlink(missing_ok=True)
     ckpt_root = Path(cfg.trainer.default_local_dir)
-    resumed_from, unlogged = checkpointed_step(ckpt_root), []
+    resumed_from = checkpointed_step(ckpt_root)
     try:
         # a SIGTERM to this job goes on to verl's process, which stops (its last checkpoint is what a re-run resumes
         # from); this job then stops as interrupted (judge_rl/stopping.py)
