@@ -109,6 +109,14 @@ class RLResult:
     resumed_from: int = 0
     unlogged_steps: list[int] = field(default_factory=list)  # trained and checkpointed, with no metrics row (verl)
 
+    def trained(self, history: Sequence[dict[str, float]]) -> dict[str, Any]:
+        """What a job's results.json says of the RL it ran, given its metrics rows: the step it resumed from and the
+        steps trained, counting the ones verl checkpointed but never logged (named under `unlogged_steps`)."""
+        out: dict[str, Any] = {"resumed_from": self.resumed_from, "steps": len(history) + len(self.unlogged_steps)}
+        if self.unlogged_steps:
+            out["unlogged_steps"] = list(self.unlogged_steps)
+        return out
+
 
 Log = Callable[[dict[str, float], int], None]
 

@@ -150,13 +150,14 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
         task = policy_task(job, run_dir, prompts, grader, ifeval_on if ifeval else None,
                            endpoint.base_url if endpoint is not None else None, endpoint.model if endpoint is not None else None)  # fmt: skip
         try:
-            model_dir = train_online(job, run_dir, task, logger).model_dir
+            rl = train_online(job, run_dir, task, logger)
         except JudgeFailureRateExceeded as e:  # the stopped step's telemetry and failures stay in metrics.jsonl
             if hasattr(e, "metrics"):
                 logger.log(e.metrics, e.step)
             raise
     history = logger.history()
-    results["training"]["rl"] = training_summary(history)
+    results["training"]["rl"] = {**rl.trained(history), **training_summary(history)}
+    model_dir = rl.model_dir
     if job.cluster.backend == "verl":  # verl's metrics never see a dropped sample: its reward workers' own counts
         outcomes = read_outcomes(run_dir / "verl" / OUTCOMES_FILE)
         if outcomes is not None:
@@ -238,11 +239,12 @@ def _sum(history: list[dict[str, Any]], key: str) -> float | None:
 
 
 def training_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
-    """The RL section of results.json: steps, the seconds per step and their split, judge totals, failures, bias."""
+    """The RL section of results.json from the metrics rows: the reward curve, the seconds per step and their split,
+    judge totals, failures, bias (the steps trained and the resume point: RLResult.trained)."""
     from judge_rl.reports.summary import reward_curve
 
     history = sorted(history, key=lambda h: h["step"])
-    out: dict[str, Any] = {"steps": len(history)}
+    out: dict[str, Any] = {}
     curve = reward_curve(history)
     if curve:
         out["reward_curve"] = curve

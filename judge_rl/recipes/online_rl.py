@@ -99,9 +99,7 @@ def online_rl(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     if "rl" in job.stages:
         rl = train_online(job, run_dir, judge_rl_task(job, reward, run, init_model, eval_live), run.logger)
         history = run.logger.history()
-        training = {"resumed_from": rl.resumed_from, "steps": len(history) + len(rl.unlogged_steps)}
-        if rl.unlogged_steps:  # trained, but their metrics were never written (judge_rl/backends/verl/launch.py)
-            training["unlogged_steps"] = rl.unlogged_steps
+        training = rl.trained(history)
         run.results["training"]["rl"] = training
         curve = reward_curve(history)
         if curve:

@@ -305,7 +305,9 @@ def test_the_policy_job_on_verl_cpu_with_a_served_judge_is_killed_after_step_1_a
         assert m["training/rollout_probs_diff_mean"] < 0.05
     assert (run_dir / "rl_model" / "model.safetensors").is_file()
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["training"]["rl"]["steps"] == 2
+    # the rerun resumed from the checkpoint the kill left (step 1 was logged before the kill: none unlogged)
+    assert results["training"]["rl"]["steps"] == 2 and results["training"]["rl"]["resumed_from"] == 1
+    assert "unlogged_steps" not in results["training"]["rl"]
     # the dropped samples are counted from the reward workers' outcomes (both launches'), not read as "0 failed" from
     # verl's metrics
     failures, judge = results["training"]["rl"]["judge_failure"], results["training"]["rl"]["judge"]

@@ -271,3 +271,14 @@ def test_a_step_verl_checkpointed_but_never_logged_is_counted_and_named(tmp_path
     assert unlogged_steps([2], 2) == [1]
     assert unlogged_steps([1, 2], 2) == [] and unlogged_steps([1, 2, 3], 2) == []  # a step after the last checkpoint
     assert unlogged_steps([], 0) == []
+
+
+def test_the_steps_a_job_reports_count_the_unlogged_ones_and_name_them(tmp_path):
+    """Both jobs' results.json (recipes/online_rl.py, jobs/policy.py) say what RLResult.trained says: a resumed verl
+    run whose step 1 was checkpointed but never logged trained 2 steps from step 1, not 1 step from 0."""
+    from judge_rl.backends import RLResult
+
+    rows = [{"step": 2, "critic/score/mean": 0.5}]
+    assert RLResult(tmp_path, resumed_from=1, unlogged_steps=[1]).trained(rows) == {
+        "resumed_from": 1, "steps": 2, "unlogged_steps": [1]}
+    assert RLResult(tmp_path).trained(rows + [{"step": 1}]) == {"resumed_from": 0, "steps": 2}

@@ -91,7 +91,7 @@ def test_tiny_job_end_to_end_and_resume(tmp_path, ifeval_file):
     gain = results["comparisons"]["after_minus_before"]["prompt_level_strict_accuracy"]
     assert gain["n"] == 4 and gain["low"] <= gain["diff"] <= gain["high"]
     rl = results["training"]["rl"]
-    assert rl["steps"] == 2 and set(rl["timing"]) == {"gen", "judge", "judge_wait", "update"}
+    assert rl["steps"] == 2 and rl["resumed_from"] == 0 and set(rl["timing"]) == {"gen", "judge", "judge_wait", "update"}
     # the random tiny judge writes no verdict within 8 tokens: every sample failed, none trained, counted by reason
     history = read_jsonl(run_dir / "metrics.jsonl")
     assert [h["step"] for h in history] == [1, 2]
@@ -108,6 +108,7 @@ def test_tiny_job_end_to_end_and_resume(tmp_path, ifeval_file):
     again = run(policy_cfg([f"run_dir={run_dir}", f"ifeval.path={ifeval_file}"]))
     assert again["evaluations"]["after"] == results["evaluations"]["after"]
     assert len(read_jsonl(run_dir / "metrics.jsonl")) == 2
+    assert again["training"]["rl"]["resumed_from"] == 2 and again["training"]["rl"]["steps"] == 2
 
 
 @pytest.mark.parametrize("mode", ["mask", "drop_group"])

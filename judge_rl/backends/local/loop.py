@@ -165,7 +165,7 @@ def run_local_loop(
     if finished is not None:
         if finished == origin:
             console.print(f"[dim]rl: finished model found in {final_dir}, skipping training[/dim]")
-            return RLResult(final_dir)
+            return RLResult(final_dir, resumed_from=job.trainer.total_steps)  # nothing left to train
         raise ValueError(f"{final_dir} was trained from {finished}, this run asks for {origin}: "
                          "use another run_dir, or resume=false to start afresh")
     if job.cluster.threads:
