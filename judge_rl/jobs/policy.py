@@ -241,15 +241,10 @@ def _sum(history: list[dict[str, Any]], key: str) -> float | None:
 def training_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
     """The RL section of results.json from the metrics rows: the reward curve, the seconds per step and their split,
     judge totals, failures, bias (the steps trained and the resume point: RLResult.trained)."""
-    from judge_rl.reports.summary import reward_curve
+    from judge_rl.reports.summary import reward_summary
 
     history = sorted(history, key=lambda h: h["step"])
-    out: dict[str, Any] = {}
-    curve = reward_curve(history)
-    if curve:
-        out["reward_curve"] = curve
-    out["rewards"] = [h.get("critic/score/mean") for h in history]
-    out["seconds_per_step"] = _mean(history, "timing_s/step")
+    out: dict[str, Any] = reward_summary(history)
     out["timing"] = {k: _mean(history, f"timing_s/{k}") for k in ("gen", "judge", "judge_wait", "update")}
     out["judge"] = {k: _sum(history, f"judge/{k}") for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "failures")}
     out["judge"]["latency_p50_s"] = _mean(history, "judge/latency_p50_s")

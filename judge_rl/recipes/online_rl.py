@@ -20,7 +20,7 @@ from judge_rl.prompts import get_prompt
 from judge_rl.recipes import register_recipe
 from judge_rl.recipes.stages import compare, evaluate, live_evaluator, report, setup, sft_init
 from judge_rl.reports.console import console
-from judge_rl.reports.summary import reward_curve
+from judge_rl.reports.summary import reward_summary
 from judge_rl.rewards import Reward
 
 
@@ -101,12 +101,9 @@ def online_rl(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
         history = run.logger.history()
         training = rl.trained(history)
         run.results["training"]["rl"] = training
-        curve = reward_curve(history)
-        if curve:
-            training["reward_curve"] = curve
-            training["rewards"] = [h.get("critic/score/mean") for h in sorted(history, key=lambda h: h["step"])]
-            step_s = [h["timing_s/step"] for h in history if "timing_s/step" in h]
-            training["seconds_per_step"] = sum(step_s) / len(step_s)
+        rewards = reward_summary(history)
+        if "reward_curve" in rewards:  # only when a step logged a reward
+            training.update(rewards)
         run.save()
         if "eval_rl" in job.stages:
             evaluate(run, "rl", "rl", rl.model_dir)

@@ -78,3 +78,14 @@ def reward_curve(history: list[dict[str, Any]], key: str = "critic/score/mean") 
         "first_mean": sum(scores[:w]) / w,
         "last_mean": sum(scores[-w:]) / w,
     }
+
+
+def reward_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """What both jobs' results.json say of an RL run's reward and pace, from its metrics rows: the reward curve (when
+    any step has a reward), each step's mean reward in step order, and the mean seconds a step (None without timings)."""
+    rows = sorted(history, key=lambda h: h["step"])
+    step_s = [h["timing_s/step"] for h in rows if isinstance(h.get("timing_s/step"), (int, float))]
+    out: dict[str, Any] = {"rewards": [h.get("critic/score/mean") for h in rows],
+                           "seconds_per_step": sum(step_s) / len(step_s) if step_s else None}  # fmt: skip
+    curve = reward_curve(rows)
+    return {"reward_curve": curve, **out} if curve else out
