@@ -228,11 +228,6 @@ def policy_step_line(step: int, total: int, m: dict[str, float]) -> str:
             f"update {m['timing_s/update']:.1f}s")  # fmt: skip
 
 
-def _mean(history: list[dict[str, Any]], key: str) -> float | None:
-    vals = [h[key] for h in history if isinstance(h.get(key), (int, float))]
-    return float(np.mean(vals)) if vals else None
-
-
 def _sum(history: list[dict[str, Any]], key: str) -> float | None:
     vals = [h[key] for h in history if isinstance(h.get(key), (int, float))]
     return float(np.sum(vals)) if vals else None
@@ -241,14 +236,14 @@ def _sum(history: list[dict[str, Any]], key: str) -> float | None:
 def training_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
     """The RL section of results.json from the metrics rows: the reward curve, the seconds per step and their split,
     judge totals, failures, bias (the steps trained and the resume point: RLResult.trained)."""
-    from judge_rl.reports.summary import reward_summary
+    from judge_rl.reports.summary import metric_mean, reward_summary
 
     history = sorted(history, key=lambda h: h["step"])
     out: dict[str, Any] = reward_summary(history)
-    out["timing"] = {k: _mean(history, f"timing_s/{k}") for k in ("gen", "judge", "judge_wait", "update")}
+    out["timing"] = {k: metric_mean(history, f"timing_s/{k}") for k in ("gen", "judge", "judge_wait", "update")}
     out["judge"] = {k: _sum(history, f"judge/{k}") for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "failures")}
-    out["judge"]["latency_p50_s"] = _mean(history, "judge/latency_p50_s")
-    out["judge"]["latency_p95_s"] = _mean(history, "judge/latency_p95_s")
+    out["judge"]["latency_p50_s"] = metric_mean(history, "judge/latency_p50_s")
+    out["judge"]["latency_p95_s"] = metric_mean(history, "judge/latency_p95_s")
     samples = _sum(history, "judge_failure/samples") or 0.0
     trained = _sum(history, "judge_failure/trained_samples") or 0.0
     dropped = _sum(history, "judge_failure/dropped_samples") or 0.0
@@ -260,7 +255,7 @@ def training_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
     total = samples + trained + dropped
     out["judge_failure"] = {"samples": samples, "rate": samples / total if total else None, "dropped_samples": dropped,
                             "trained_samples": trained, "reasons": reasons}  # fmt: skip
-    out["bias"] = {k.split("/", 1)[1]: _mean(history, k) for k in
+    out["bias"] = {k.split("/", 1)[1]: metric_mean(history, k) for k in
                    ("bias/judge_fp_rate", "bias/judge_fn_rate", "bias/judge_agreement", "bias/length_corr",
                     "bias/reward_minus_rule", "bias/reward_mean", "bias/rule_mean")}  # fmt: skip
     # pooled over the run's comparisons (a step's share weighs by how many it decided)

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 from rich.table import Table
 
 from judge_rl.reports.console import console
@@ -80,12 +81,17 @@ def reward_curve(history: list[dict[str, Any]], key: str = "critic/score/mean") 
     }
 
 
+def metric_mean(history: list[dict[str, Any]], key: str) -> float | None:
+    """The mean of `key` over the metrics rows that logged it as a number (None when none did)."""
+    vals = [h[key] for h in history if isinstance(h.get(key), (int, float))]
+    return float(np.mean(vals)) if vals else None
+
+
 def reward_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
     """What both jobs' results.json say of an RL run's reward and pace, from its metrics rows: the reward curve (when
     any step has a reward), each step's mean reward in step order, and the mean seconds a step (None without timings)."""
     rows = sorted(history, key=lambda h: h["step"])
-    step_s = [h["timing_s/step"] for h in rows if isinstance(h.get("timing_s/step"), (int, float))]
     out: dict[str, Any] = {"rewards": [h.get("critic/score/mean") for h in rows],
-                           "seconds_per_step": sum(step_s) / len(step_s) if step_s else None}  # fmt: skip
+                           "seconds_per_step": metric_mean(rows, "timing_s/step")}  # fmt: skip
     curve = reward_curve(rows)
     return {"reward_curve": curve, **out} if curve else out
