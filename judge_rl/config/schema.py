@@ -39,11 +39,15 @@ class TinyModelConfig:
 class ArchConfig:
     """The judge's attention heads and context length, declared for hub models so that a GPU job can be
     checked offline before it starts (vLLM's tensor parallelism must divide the heads; prompt + response
-    must fit the context). Where the model's files are local its config.json is read instead. null: unknown."""
+    must fit the context), and the layers and head size a CPU job on verl sizes vLLM's KV cache from. Where the
+    model's files are local its config.json is read instead. null: unknown."""
 
     num_attention_heads: Optional[int] = None
     num_key_value_heads: Optional[int] = None
     max_position_embeddings: Optional[int] = None
+    num_hidden_layers: Optional[int] = None
+    hidden_size: Optional[int] = None
+    head_dim: Optional[int] = None  # null: hidden_size / num_attention_heads
 
 
 @dataclass

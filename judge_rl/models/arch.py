@@ -1,31 +1,29 @@
-"""The judge's attention heads and context length, known before any GPU is touched.
+"""The judge's attention heads, context length and layer sizes, known before any GPU is touched.
 
 A GPU job needs them early: vLLM refuses a tensor parallelism that does not divide the attention heads,
-and a prompt plus response longer than the context fails minutes in. Where the model's files are local
-(the embedded model's converted copy, a local directory, an SFT init) its config.json is read; a hub
-model's come from the HF cache when it has them, else from `model.arch` in conf/model/<name>.yaml.
+and a prompt plus response longer than the context fails minutes in. A CPU job on verl sizes vLLM's KV
+cache from the layers and heads (translate.cpu_kv_cache_bytes).
+Where the model's files are local (the embedded model's converted copy, a local directory, an SFT init)
+its config.json is read; a hub model's come from the HF cache when it has them, else from `model.arch` in
+conf/model/<name>.yaml.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from judge_rl.config import ArchConfig, ModelConfig
 
-FIELDS = ("num_attention_heads", "num_key_value_heads", "max_position_embeddings")
+FIELDS = tuple(f.name for f in fields(ArchConfig))
 
 
 def _from_config_json(path: Path) -> ArchConfig:
     data = json.loads(path.read_text())
     data = data.get("text_config", data)  # multimodal wrappers keep the language model's fields inside
     heads = data.get("num_attention_heads")
-    return ArchConfig(
-        num_attention_heads=heads,
-        num_key_value_heads=data.get("num_key_value_heads", heads),
-        max_position_embeddings=data.get("max_position_embeddings"),
-    )
+    return ArchConfig(**{**{f: data.get(f) for f in FIELDS}, "num_key_value_heads": data.get("num_key_value_heads", heads)})
 
 
 def _cached_hub_config(name: str) -> Path | None:
@@ -39,7 +37,7 @@ def _cached_hub_config(name: str) -> Path | None:
 
 
 def model_arch(model: ModelConfig, model_path: str | None = None) -> ArchConfig:
-    """The heads and context of the model verl will load from `model_path` (a local directory or a hub
+    """The heads, context and sizes of the model verl will load from `model_path` (a local directory or a hub
     name); fields no source knows stay None."""
     found = None
     if model_path is not None and (Path(model_path).expanduser() / "config.json").is_file():

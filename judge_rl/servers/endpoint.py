@@ -275,11 +275,13 @@ def _last_line(path: Path) -> str:
     return said[-1][:300] if said else ""
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen, started: float | None = None) -> None:
     """SIGTERM to the server's process group (vLLM's engine and workers are its children), SIGKILL
-    after STOP_GRACE_S; done when the server and every process of its group are gone. A server that
-    died first (a crash, a kill) may leave its engine process behind: the group is stopped all the same."""
-    stop_group(process.pid, STOP_GRACE_S, leader=process)  # the group the job started (start_new_session): pgid == pid
+    after STOP_GRACE_S; done when the server and every process of its group are gone, and, given `started`
+    (the server's start, a time.time()), the shared memory they left is removed. A server that died first
+    (a crash, a kill) may leave its engine process behind: the group is stopped all the same."""
+    # the group the job started (start_new_session): pgid == pid
+    stop_group(process.pid, STOP_GRACE_S, leader=process, shm_since=started)
 
 
 # -- a job's own server: its port, its identity, its death -------------------------------------------
@@ -398,20 +400,22 @@ def _vllm_process(judge_cfg, cache_dir: str, log_dir, command) -> Iterator[Endpo
         with open(log_path, "ab") as log:
             log.write(f"$ {shlex.join(argv)}\n".encode())
             log.flush()
+            started = time.time()  # the shared memory its engine may leave is what was made since (judge_rl/shm.py)
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True, env=env, preexec_fn=stopping.die_with_parent())
             try:  # its own session: the job's Ctrl-C or group signals never reach it
                 watchdog = subprocess.Popen(
-                    [sys.executable, str(WATCHDOG), str(os.getpid()), str(process.pid), str(STOP_GRACE_S)],
+                    [sys.executable, str(WATCHDOG), str(os.getpid()), str(process.pid), str(STOP_GRACE_S),
+                     repr(started)],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             except BaseException:
-                _stop(process)
+                _stop(process, started)
                 raise
         try:
             _wait_ready(process, base_url, model_id, judge_cfg.startup_timeout_s, argv, log_path)
             yield Endpoint(base_url, model_id, "vllm", process=process, log_path=log_path)
         finally:
-            _stop(process)
+            _stop(process, started)
             try:  # it exits by itself once the group is gone
                 watchdog.wait(timeout=5)
             except subprocess.TimeoutExpired:

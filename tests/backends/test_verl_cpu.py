@@ -28,10 +28,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_cpu_platform_env_adds_the_plugin_to_modules_already_named_and_reaches_the_workers():
     env = cpu_platform_env({"VERL_USE_EXTERNAL_MODULES": "my.plugin", "VLLM_CPU_KVCACHE_SPACE": "3"})
-    assert env == {"VERL_USE_EXTERNAL_MODULES": f"my.plugin,{CPU_PLATFORM_MODULE}", "VERL_PLATFORM": "cpu",
-                   "VLLM_CPU_KVCACHE_SPACE": "3"}
+    assert env == {"VERL_USE_EXTERNAL_MODULES": f"my.plugin,{CPU_PLATFORM_MODULE}", "VERL_PLATFORM": "cpu"}
     assert cpu_platform_env({})["VERL_USE_EXTERNAL_MODULES"] == CPU_PLATFORM_MODULE
-    assert set(env) <= set(FORWARDED_ENV)
+    # vLLM's KV cache comes from the translated config; an environment's VLLM_CPU_KVCACHE_SPACE (which vLLM reads
+    # first) still reaches the workers
+    assert {*env, "VLLM_CPU_KVCACHE_SPACE"} <= set(FORWARDED_ENV)
 
 
 def test_the_cpu_platform_answers_verls_device_questions_for_a_cpu():
@@ -85,6 +86,10 @@ def test_cluster_cpu_verl_translates_to_a_cpu_job_verl_validates(tmp_path):
     assert arr["rollout"]["enable_sleep_mode"] is False and arr["rollout"]["enforce_eager"] is True
     assert arr["rollout"]["engine_kwargs"]["vllm"]["worker_extension_cls"].endswith("CPUColocateWorkerExtension")
     assert arr["rollout"]["max_model_len"] >= arr["rollout"]["prompt_length"] + arr["rollout"]["response_length"]
+    # vLLM's KV cache holds one step's sequences (prompt + response each, 46,080 bytes a token for the embedded
+    # model), not vLLM-CPU's 1 GiB
+    step_tokens = cfg["data"]["train_batch_size"] * arr["rollout"]["n"] * arr["rollout"]["max_model_len"]
+    assert step_tokens * 46080 <= arr["rollout"]["engine_kwargs"]["vllm"]["kv_cache_memory_bytes"] < 300 << 20
     assert cfg["ray_kwargs"]["ray_init"]["num_gpus"] == cfg["trainer"]["n_gpus_per_node"] == 1
     assert cfg["ray_kwargs"]["ray_init"]["include_dashboard"] is False  # the job's own Ray, on a CPU
     # fp32 compute in verl's FSDP engines: with no mixed_precision they compute in bf16, which an AVX2-only CPU runs
@@ -103,7 +108,7 @@ def test_a_gpu_cluster_gets_none_of_the_cpu_settings(tmp_path):
     cfg = _dry_run(tmp_path, "cluster=single_gpu")
     rollout = cfg["actor_rollout_ref"]["rollout"]
     assert cfg["trainer"]["device"] == "cuda" and "enable_sleep_mode" not in rollout
-    assert "worker_extension_cls" not in rollout["engine_kwargs"]["vllm"]
+    assert not {"worker_extension_cls", "kv_cache_memory_bytes"} & set(rollout["engine_kwargs"]["vllm"])
     assert "include_dashboard" not in cfg["ray_kwargs"]["ray_init"]  # Ray's default, with its dashboard
     assert "mixed_precision" not in cfg["actor_rollout_ref"]["actor"]["fsdp_config"]  # verl's bf16 on a GPU
 

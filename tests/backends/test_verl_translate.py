@@ -378,6 +378,20 @@ def test_translated_config_is_struct(translate):
         cfg.trainer.not_a_key  # noqa: B018
 
 
+def test_a_cpu_job_sizes_vllms_kv_cache_to_a_step():
+    from dataclasses import replace
+
+    from judge_rl.config import ArchConfig
+    from judge_rl.backends.verl.translate import MiB, cpu_kv_cache_bytes
+
+    smollm2 = ArchConfig(9, 3, 8192, num_hidden_layers=30, hidden_size=576)
+    # 2 x 30 layers x 3 KV heads x 64 dims x 4 bytes = 46,080 bytes a token; 8 sequences of 576: 212,336,640 bytes
+    assert cpu_kv_cache_bytes(smollm2, 8, 576) == 203 * MiB
+    assert cpu_kv_cache_bytes(smollm2, 8, 570) == 203 * MiB  # a sequence holds whole 16-token blocks
+    assert cpu_kv_cache_bytes(replace(smollm2, head_dim=128), 8, 576) == 405 * MiB  # a stated head_dim wins
+    assert cpu_kv_cache_bytes(ArchConfig(9, 3, 8192), 8, 576) == 1 << 30  # layers unknown: vLLM-CPU's 1 GiB
+
+
 def test_rollout_tp_is_chosen_from_the_models_heads_and_the_gpus():
     from judge_rl.config import ArchConfig
     from judge_rl.backends.verl.translate import choose_rollout_tp

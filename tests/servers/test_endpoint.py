@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -50,13 +51,24 @@ def stand_in(port: int, model: str) -> list[str]:
             "--batch-wait-s", "0.01"]
 
 
+# vLLM's engine process: shared memory for its message queue (Python's `psm_*`, untracked as vLLM's, so nothing
+# unlinks it when this process dies before unlinking it itself), its name written to the file argv[1], then a sleep
+ENGINE = """
+import sys, time
+from multiprocessing import resource_tracker, shared_memory
+queue = shared_memory.SharedMemory(create=True, size=1 << 20)
+resource_tracker.unregister(queue._name, "shared_memory")
+queue.buf[:4] = b"busy"
+open(sys.argv[1], "w").write(queue.name)
+time.sleep(300)
+"""
 # A server that starts in milliseconds: GET /v1/models lists the ids it is given; with a pid file, it first starts a
-# child in its process group that outlives it, as vLLM's engine process outlives a killed `vllm serve`.
+# child in its process group that outlives it, as vLLM's engine process (ENGINE) outlives a killed `vllm serve`.
 MODELS_SERVER = """
 import http.server, json, subprocess, sys
 port, ids, pid_file = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3]
 if pid_file != "-":
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    child = subprocess.Popen([sys.executable, "-c", %r, pid_file + ".shm"])
     open(pid_file, "w").write(str(child.pid))
 class Models(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -69,7 +81,7 @@ class Models(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 http.server.HTTPServer(("127.0.0.1", port), Models).serve_forever()
-"""
+""" % ENGINE
 
 
 def models_server(ids: list[str] | None = None, pid_file="-"):
@@ -339,7 +351,8 @@ with judge_endpoint(cfg, {cache!r}, log_dir={log!r}, command=server) as endpoint
 def test_a_job_killed_by_sigkill_leaves_no_server_process_and_frees_the_port(tmp_path):
     """kill -9 of a process that serves its judge as the job does: the server (PR_SET_PDEATHSIG) and the child it
     started in its process group (as vLLM's engine process, which does not watch its parent; the watchdog stops
-    it) are gone within seconds, and the port is free for a re-run."""
+    it) are gone within seconds, the shared memory that child made and could not unlink is removed, and the port is
+    free for a re-run."""
     import psutil
 
     port, pid_file = free_port(), tmp_path / "child.pid"
@@ -348,6 +361,12 @@ def test_a_job_killed_by_sigkill_leaves_no_server_process_and_frees_the_port(tmp
     job = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         server = int(job.stdout.readline())
+        shm_name = Path(f"{pid_file}.shm")
+        deadline = time.monotonic() + 30
+        while not shm_name.is_file() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        queue = Path("/dev/shm") / shm_name.read_text()
+        assert queue.is_file()
         (watchdog,) = watchdogs_of(server)
         processes = [psutil.Process(pid) for pid in (server, int(pid_file.read_text()), watchdog)]
         assert all(p.is_running() for p in processes) and not port_free(port)
@@ -357,6 +376,7 @@ def test_a_job_killed_by_sigkill_leaves_no_server_process_and_frees_the_port(tmp
         gone, alive = psutil.wait_procs(processes, timeout=20)
         print(f"\nserver, its child and the watchdog gone {time.monotonic() - start:.2f}s after the job's SIGKILL")
         assert alive == [], f"left behind: {[p.pid for p in alive]}"
+        assert not queue.exists()  # SIGTERM ended the child before it could unlink it: the watchdog did
         assert port_free(port)
         lock, holder = endpoint_module._lock_port(port)  # a re-run may take the port: the dead job's lock went with it
         assert lock is not None, f"still locked by {holder}"

