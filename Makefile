@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 ARGS ?=
 # pytest-xdist workers for `make test`: 2 where there are 2+ cores (0: one process). Each worker's torch takes its share
 # of the cores; the tests that start verl jobs, vLLM engines or served judges run on one worker, one after another, and
-# the two-node verl job of 19 GB (marked `alone`) with no test beside it (tests/conftest.py). On CI's 2 cores and 24 GB,
+# the two-node verl job of ~21 GB (marked `alone`) with no test beside it (tests/conftest.py). On CI's 2 cores and 24 GB,
 # one tree: 2 workers 22 min 57 s, 19.4 GB used at the peak; one process 33 min 20 s.
 WORKERS ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 0)
 

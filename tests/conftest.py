@@ -32,7 +32,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # Tests that start verl's Ray jobs, vLLM engines or served judges (several GB each) run on one pytest-xdist worker, one
 # after another; every other test goes to whichever worker is free. Measured: two verl jobs at once, or a verl job beside
 # the vLLM tests, pushed this 24 GB machine past Ray's memory monitor (95%), which killed verl's vLLM servers (the job
-# then waited in update_weights until the test's timeout). The largest verl job (19.1 GB used with the two-node test)
+# then waited in update_weights until the test's timeout). The largest verl job (20.7 GB used with the two-node test)
 # is marked `alone`: memory_gate below runs it with nothing beside it. (The policy job on verl was, at 17.8 GB; with
 # 1 GiB of KV cache for its served judge it peaks at 15.7 GB and runs beside ordinary tests.)
 ENGINE_TESTS = (
@@ -65,7 +65,7 @@ GATE_DIR = Path(os.environ.setdefault("JUDGE_RL_TEST_GATE_DIR", str(_SCRATCH)))
 def release_memory() -> None:
     """Garbage collected, and the C heap's free pages returned to the system (glibc's malloc_trim): a pytest worker
     that has run hundreds of tests keeps freed memory otherwise, beside the two-node verl test (`alone`) that needs
-    21.3 of a CI machine's 23.5 GB."""
+    20.7 of a CI machine's 23.5 GB."""
     import ctypes
     import gc
 

@@ -97,8 +97,10 @@ def cluster():
     # one machine, no token: a joining `ray start` does not send the head's auth token unless RAY_AUTH_MODE=token;
     # without gRPC's fork handlers Ray Client's proxy does not lose the servers it forks (entry.RAY_CLIENT_LOST: twice
     # in a row in one CI run before the job retried). Each node's memory monitor sees the whole machine, both nodes'
-    # processes (21.3 GB at the job's peak, alone here) and the other pytest worker's: at Ray's default 0.95 of 23.5
-    # GB it killed the resumed job's workers in one CI run (22.48 GB used); a node of a real cluster sees its own
+    # processes and the other pytest worker's: at Ray's default 0.95 of 23.5 GB it killed the resumed job's workers in
+    # one CI run (22.48 GB used), and at 0.98 in another (22.93 GB, in update_weights, with vLLM's 1 GiB KV cache an
+    # engine); with the KV cache sized to a step (translate.cpu_kv_cache_bytes) the training peaked at 17.5 GB alone
+    # here and the whole test at 20.7 GB (the merge and evaluation after the job); a node of a real cluster sees its own
     env = {**os.environ, "RAY_TMPDIR": str(scratch), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
            "GRPC_ENABLE_FORK_SUPPORT": "false", "RAY_memory_usage_threshold": "0.98"}
     env.pop("RAY_ADDRESS", None)
@@ -135,7 +137,7 @@ def _raylet_logs(scratch: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # 19.1 GB used at its peak: a vLLM engine and an FSDP rank on each node
+@pytest.mark.alone  # 17.5 GB used in training (a vLLM engine and an FSDP rank on each node), 20.7 GB at its peak
 @pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
 def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resumes_on_the_restarted_cluster(two_nodes, tmp_path):
     """One FSDP rank on each node, the driver's W&B settings and HF cache seen by the other node's workers; the second
