@@ -53,6 +53,18 @@ def test_a_failure_is_recorded_with_its_one_line_error(tmp_path):
     assert one_line(KeyError("unknown prompt 'nope'")) == "KeyError: unknown prompt 'nope'"
 
 
+def test_a_run_saved_before_model_arch_gained_fields_resumes():
+    from judge_rl.config import EVAL_NEUTRAL_KEYS, NEUTRAL_KEYS
+    from judge_rl.policy.config import POLICY_NEUTRAL_KEYS
+
+    saved = {"model": {"name": "smollm2-135m", "arch": {"num_attention_heads": 9}}, "trainer": {"total_steps": 2}}
+    now = {"model": {"name": "smollm2-135m", "arch": {"num_attention_heads": 9, "num_hidden_layers": 30}},
+           "trainer": {"total_steps": 2}}
+    for neutral in (NEUTRAL_KEYS, EVAL_NEUTRAL_KEYS, POLICY_NEUTRAL_KEYS):
+        assert config_diff(saved, now, neutral) == []
+        assert config_diff(saved, {**now, "model": {**now["model"], "name": "other"}}, neutral) != []
+
+
 def test_config_diff_ignores_neutral_prefixes_only():
     old = {"trainer": {"total_steps": 0, "save_every": 5}, "stages": ["rl"]}
     new = {"trainer": {"total_steps": 2, "save_every": 1}, "stages": ["rl", "eval_rl"]}

@@ -293,10 +293,12 @@ NEUTRAL_KEYS = (
     "run_dir", "cache_dir", "stages", "logger", "dry_run", "resume", "cluster.threads", "cluster.device",
     "cluster.ray_address", "cluster.shared_fs", "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size",
     "trainer.eval_every", "trainer.eval_subset",  # the live held-out evaluation leaves no trace on training
-    "eval.max_server_failure_rate", "report",
+    "eval.max_server_failure_rate", "report", "model.arch",
 )
+# model.arch: what the model's own config.json says (which wins where the files are local), declared for checks before
+# a job starts: a field added to it, or a value declared, changes no result, so a run saved before resumes
 EVAL_NEUTRAL_KEYS = (
-    "run_dir", "cache_dir", "logger", "resume", "eval.max_server_failure_rate", "server.chunk_size",
+    "run_dir", "cache_dir", "logger", "resume", "model.arch", "eval.max_server_failure_rate", "server.chunk_size",
     "server.batch_size", "server.device", "server.concurrency", "server.timeout_s", "server.max_retries",
     "server.backoff_s", "server.api_key_env", "server.gpu_memory_utilization", "server.enforce_eager", "report",
 )

@@ -231,7 +231,7 @@ POLICY_NEUTRAL_KEYS = (
     "cluster.shared_fs", "trainer.save_every", "trainer.keep_checkpoints", "report", "judge.concurrency",
     "judge.timeout_s", "judge.max_retries", "judge.backoff_s", "judge.api_key_env", "judge.max_batch",
     "judge.batch_wait_s", "judge.device", "judge.port", "judge.startup_timeout_s", "judge.base_url",
-    "judge_failure.max_failure_rate", "ifeval.batch_size", "judge.quality_run", "judge.quality_stage",
+    "judge_failure.max_failure_rate", "ifeval.batch_size", "judge.quality_run", "judge.quality_stage", "model.arch",
 )  # fmt: skip
 
 POLICY_RANGES = {
