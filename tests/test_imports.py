@@ -17,8 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "judge_rl"
 ORDER = [
     "config registry",  # the bottom floor: the typed config (and where a model's weights are), the registries
     "models",  # architecture, loading and identity of the models a config names
-    "aio stopping rundir kernel_cache",  # low-level utilities: an event loop in a thread, stop signals, run directories,
-    # compiled kernels a killed process left half-written
+    "aio stopping rundir kernel_cache shm",  # low-level utilities: an event loop in a thread, stop signals, run
+    # directories, compiled kernels a killed process left half-written, shared memory killed processes left
     "__init__",
     "data",  # preference pairs, their loaders and generators (gold traces end with the strength verdict line)
     "prompts",  # judge prompts: render the data's items, parse a judge's output

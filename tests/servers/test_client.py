@@ -343,10 +343,10 @@ def test_latency_percentiles_match_the_server_sleeps(serve):
     summary = telemetry.summary()
     assert summary["judge/calls"] == 13 and summary["judge/cache_hits"] == 3 and server.requests == 10
     for q, r in zip(sleeps, replies):
-        assert sleeps[q] - 0.01 <= r.latency_s <= sleeps[q] + 0.25
+        assert sleeps[q] - 0.01 <= r.latency_s <= sleeps[q] + 0.5  # + the HTTP round trip: 0.29 s in one loaded CI run
     # nearest rank over the 10 timed calls: p50 = 5th smallest (0.25 s), p95 = 10th (0.50 s)
-    assert summary["judge/latency_p50_s"] == pytest.approx(0.25, abs=0.2) and summary["judge/latency_p50_s"] >= 0.24
-    assert summary["judge/latency_p95_s"] == pytest.approx(0.50, abs=0.2) and summary["judge/latency_p95_s"] >= 0.49
+    assert summary["judge/latency_p50_s"] == pytest.approx(0.25, abs=0.5) and summary["judge/latency_p50_s"] >= 0.24
+    assert summary["judge/latency_p95_s"] == pytest.approx(0.50, abs=0.5) and summary["judge/latency_p95_s"] >= 0.49
     assert summary["judge/latency_p50_s"] == sorted(r.latency_s for r in replies[:10])[4]
     assert summary["judge/latency_p95_s"] == max(r.latency_s for r in replies[:10])
 
