@@ -157,6 +157,10 @@ def to_markdown(table: ReportTable, caption: str = "") -> str:
     notes.append("Cells: mean [95% bootstrap interval over held-out pairs] where the run saved one; '-': the run has no such value.")
     if table.paper is not None:
         notes.append(table.paper.note())
+    shapes = [row.label for row in table.rows if row.cells.get("shape_model")]
+    if shapes:
+        notes.append(f"Random weights (model.weights=random, shape models): {', '.join(shapes)}. Their speed and memory "
+                     "are the real models'; their accuracies are noise and claim nothing.")
     return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
 
 

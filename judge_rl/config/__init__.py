@@ -14,6 +14,8 @@ from judge_rl.config.checks import (  # noqa: F401
     JOB_RANGES,
     MODEL_RANGES,
     MODEL_SOURCES,
+    MODEL_WEIGHTS,
+    SHAPE_FIELDS,
     DEVICES,
     check_device,
     check_local_machine,

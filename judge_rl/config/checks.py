@@ -95,6 +95,10 @@ def check_ranges(job: Any, ranges: dict[str, str]) -> None:
 
 
 MODEL_SOURCES = ("gguf_package", "hub", "local", "tiny_random")
+MODEL_WEIGHTS = ("pretrained", "random")
+# what a shape model (model.weights=random) is built from; head_dim may stay null (hidden_size / heads)
+SHAPE_FIELDS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads", "vocab_size", "max_position_embeddings", "rope_theta", "tie_word_embeddings")
 
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -125,6 +129,16 @@ def validate_model(model: ModelConfig, checkpoint: Optional[str] = None, checkpo
         raise ValueError(f"model.source={model.source!r}: expected one of {', '.join(MODEL_SOURCES)}")
     if model.dtype not in ("float32", "bfloat16", "float16"):
         raise ValueError(f"model.dtype={model.dtype!r}: expected float32, bfloat16 or float16")
+    if model.weights not in MODEL_WEIGHTS:
+        raise ValueError(f"model.weights={model.weights!r}: expected {' or '.join(MODEL_WEIGHTS)}")
+    if model.weights == "random":
+        if model.source == "tiny_random":
+            raise ValueError(f"model.weights=random: model={model.name} is random already (model.tiny.* sets its shape)")
+        missing = [f"model.arch.{f}" for f in SHAPE_FIELDS if getattr(model.arch, f) is None]
+        if missing:
+            raise ValueError(f"model.weights=random: model={model.name} does not declare {', '.join(missing)} "
+                             "(the published config.json values, in conf/model/<name>.yaml)")
+        return  # a shape model is built from `arch` with the embedded tokenizer: no files of `source` are read
     if model.source == "local" or (model.source == "hub" and looks_local(model.path)):
         require_model_dir(model.path, "model.path")
     if checkpoint is not None:

@@ -48,6 +48,13 @@ class ArchConfig:
     num_hidden_layers: Optional[int] = None
     hidden_size: Optional[int] = None
     head_dim: Optional[int] = None  # null: hidden_size / num_attention_heads
+    # the rest of the published config.json a shape model (`model.weights=random`) is built from, and the memory plan
+    # sizes parameters and logits with (judge_rl/models/shape.py, judge_rl/models/memory.py)
+    model_type: Optional[str] = None  # transformers' model_type: llama, qwen2, qwen3
+    intermediate_size: Optional[int] = None
+    vocab_size: Optional[int] = None
+    rope_theta: Optional[float] = None
+    tie_word_embeddings: Optional[bool] = None
 
 
 @dataclass
@@ -58,6 +65,11 @@ class ModelConfig:
     gguf_file: Optional[str] = None
     dtype: str = "float32"
     max_prompt_length: int = 512
+    # pretrained: the weights of `source`; random: a *shape model*, random weights of the architecture `arch` declares
+    # (built once from `weights_seed` and cached), with the embedded tokenizer: the same FLOPs and bytes as the real
+    # model, for throughput and memory, never for accuracy (judge_rl/models/shape.py)
+    weights: str = "pretrained"
+    weights_seed: int = 0
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     arch: ArchConfig = field(default_factory=ArchConfig)
 

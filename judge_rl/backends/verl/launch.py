@@ -129,6 +129,10 @@ def prepare(job: LaunchJob, run_dir: Path, task: RLTask, *, launch: bool = False
     checks (preflight.py) passed; returns the config, its path, the launch command and the launch environment.
     `launch`: this machine launches it, so its environment is checked too (preflight.check_machine)."""
     run_dir = Path(run_dir)
+    if launch and job.model.weights == "random" and task.init_model is None:
+        from judge_rl.models.loading import shape_model_dir
+
+        shape_model_dir(job.model, job.cache_dir)  # verl's actor and vLLM load it from its directory
     cfg, verl = translated(job, run_dir, task)
     env = task_env(job, run_dir, verl)
     line = attention_line(job, cfg)

@@ -236,9 +236,14 @@ def missing_keys(cfg: DictConfig) -> list[str]:
 
 
 def verl_model_path(job: LaunchJob) -> str:
-    """What verl loads the judge from: a hub name, an absolute local path, or the embedded GGUF model's
-    safetensors copy (converted on first use, see judge_rl.models.loading.converted_gguf_dir)."""
+    """What verl loads the judge from: a hub name, an absolute local path, a shape model's directory
+    (model.weights=random), or the embedded GGUF model's safetensors copy (converted on first use, see
+    judge_rl.models.loading.converted_gguf_dir)."""
     m = job.model
+    if m.weights == "random":  # made at launch (launch.prepare), named alone by a dry run
+        from judge_rl.models.loading import shape_model_dir
+
+        return str(shape_model_dir(m, job.cache_dir, build=False).resolve())
     if m.source == "hub":
         return m.path
     if m.source == "local":
