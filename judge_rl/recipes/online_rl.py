@@ -59,7 +59,12 @@ def judge_rl_task(job: JobConfig, reward: Reward, run: Any = None, init_model: P
     def verl_task(run_dir: Path):
         from judge_rl.backends.verl.export import judge_verl_task
 
-        return judge_verl_task(job, run_dir, reward)
+        if run is None:  # a dry run, or the machine check before setup: the over-long rows are only printed
+            return judge_verl_task(job, run_dir, reward)
+        # the rows verl will drop as over-long, counted into results.json's data.splits (verl.train, verl.val)
+        task = judge_verl_task(job, run_dir, reward, run.results.setdefault("data", {}).setdefault("splits", {}))
+        run.save()
+        return task
 
     every = job.trainer.eval_every
     return RLTask(

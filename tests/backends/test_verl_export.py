@@ -164,3 +164,72 @@ def test_export_job_data(make_job, tmp_path):
     assert len(train) == 6 and len(val) == 2 * 3
     assert {r["extra_info"]["reward_name"] for r in train + val} == {"pairwise_tag"}
     assert "<better>" in train[0]["prompt"][0]["content"] + train[0]["prompt"][-1]["content"]
+
+
+def test_export_counts_and_names_the_prompts_verl_drops(make_job, translate, smollm2_tokenizer, tmp_path, capsys):
+    """Rows over model.max_prompt_length are counted before writing, per split, with their pair ids and reason (the
+    shape of fit_to_context's count), and they are exactly the rows verl's filter_overlong_prompts then drops."""
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from judge_rl.rollouts import encode_chat
+
+    overrides = ["model=tiny-random", "data.train.kwargs.n=8", "data.eval.kwargs.n=4", "eval.limit=3"]
+    job = make_job([*overrides, "model.max_prompt_length=4096"])
+    rows = read(export_job_data(job, tmp_path / "all", job_reward(job))["train"])
+    lengths = [len(encode_chat(smollm2_tokenizer, r["prompt"])) for r in rows]
+    limit = sorted(lengths)[len(lengths) // 2]  # about half the training rows over it
+    job = make_job([*overrides, f"model.max_prompt_length={limit}"])
+    capsys.readouterr()
+    counts = {"data.train": {"pairs_loaded": 8}}
+    files = export_job_data(job, tmp_path / "cut", job_reward(job), counts)
+    out = capsys.readouterr().out
+    for split in ("train", "val"):
+        rows = read(files[split])  # every row is still written: verl drops them
+        n = {r["extra_info"]["item_id"]: len(encode_chat(smollm2_tokenizer, r["prompt"])) for r in rows}
+        longest = {}
+        for r in rows:
+            pid = r["extra_info"]["pair_id"]
+            longest[pid] = max(longest.get(pid, 0), n[r["extra_info"]["item_id"]])
+        over = {pid: k for pid, k in longest.items() if k > limit}
+        entry = counts[f"verl.{split}"]
+        assert entry == {"pairs_kept": len(longest) - len(over), "too_long_units": len(over), "too_long": over,
+                         "too_long_reason": f"judge prompt longer than model.max_prompt_length={limit} tokens: verl's "
+                                            "data.filter_overlong_prompts drops the row",
+                         "rows": len(rows), "too_long_rows": sum(k > limit for k in n.values())}  # fmt: skip
+        if over:
+            assert f"verl.{split}: {entry['too_long_rows']} of {len(rows)} rows" in out and next(iter(over)) in out
+        _, cfg = translate(["model=smollm2-135m-hub", f"model.max_prompt_length={limit}"],
+                           data_files={"train": files[split], "val": files[split]})  # fmt: skip
+        assert len(RLHFDataset(data_files=cfg.data.train_files, tokenizer=smollm2_tokenizer, config=cfg.data)) == (
+            len(rows) - entry["too_long_rows"])
+    assert 0 < counts["verl.train"]["too_long_units"] < 8
+    assert counts["data.train"] == {"pairs_loaded": 8}  # the local path's count of the split is left as it was
+
+
+def test_export_without_the_tokenizer_writes_and_says_it_could_not_count(make_job, tmp_path, capsys):
+    """A hub model that is not in the HF cache (an offline machine): no download is tried, the files are written,
+    nothing is counted, and one line says so."""
+    job = make_job(["model=smollm2-135m-hub", "model.path=judge-rl-tests/no-such-model", "data.train.kwargs.n=4",
+                    "data.eval.kwargs.n=2"])  # fmt: skip
+    counts = {}
+    files = export_job_data(job, tmp_path, job_reward(job), counts)
+    assert len(read(files["train"])) == 4 and counts == {}
+    out = capsys.readouterr().out
+    assert "tokenizer is not here (hub model judge-rl-tests/no-such-model, not in the HF cache)" in out
+
+
+def test_the_main_jobs_verl_task_puts_the_counts_in_results(make_job, tmp_path):
+    """judge_rl_task's VerlTask, with the recipe's run: the counts land in results.json's data.splits, saved."""
+    from types import SimpleNamespace
+
+    from judge_rl.recipes.online_rl import judge_rl_task
+
+    job = make_job(["model=tiny-random", "model.max_prompt_length=100", "data.train.kwargs.n=4",
+                    "data.eval.kwargs.n=2"])  # fmt: skip
+    saved = []
+    run = SimpleNamespace(results={"data": {"splits": {"data.train": {"pairs_loaded": 4}}}}, train_items=[],
+                          save=lambda: saved.append(json.loads(json.dumps(run.results))))  # fmt: skip
+    judge_rl_task(job, job_reward(job), run).verl_task(tmp_path)
+    splits = saved[-1]["data"]["splits"]
+    assert set(splits) == {"data.train", "verl.train", "verl.val"}
+    assert splits["verl.train"]["too_long_units"] == 4 and len(splits["verl.train"]["too_long"]) == 4

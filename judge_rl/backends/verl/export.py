@@ -19,6 +19,11 @@ prompt (`prompt.kind == "pointwise"`) judges each response of a pair alone (`poi
 Why JSON text for the ground truth: parquet needs one type per column, and labels differ by prompt
 kind (`{"winner", "strength"}` with a null strength for unlabelled sources, or `{"label", "scale"}`);
 a string column holds them all and compute_score parses it.
+
+Over-long prompts: verl's `data.filter_overlong_prompts` (set by the translator) drops every row whose prompt, chat
+template applied, is longer than `data.max_prompt_length` (`model.max_prompt_length`), silently. `export_job_data`
+counts them first, per split, with their pair ids and the reason (`too_long_rows`), in the shape the local path's
+`fit_to_context` writes into results.json's `data.splits`; verl still drops them.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from judge_rl.data.pairs import PreferencePair, balanced_positions, both_orders,
 ABILITY = "judge"
 JUDGING_MODES = ("pairwise", "pointwise")
 ORDERS = ("balanced", "both")
+EXTRA_INFO = {"index": "int64", "pair_id": "string", "item_id": "string", "reward_name": "string"}
 
 
 def reward_module_path() -> str:
@@ -106,10 +112,14 @@ def export_parquet(
     the prompt). orders: "balanced" (training: one order per pair, half each) or "both" (held-out).
     """
     rows = judge_rows(pairs, prompt, seed=seed, reward_name=reward_name, mode=mode, orders=orders)
+    return write_judge_rows(rows, path)
+
+
+def write_judge_rows(rows: Sequence[dict[str, Any]], path: str | os.PathLike) -> int:
+    """Write `judge_rows`' rows to `path` (atomically); returns the number of rows."""
     if not rows:
         raise ValueError("no pairs to export")
-    extra = {"index": "int64", "pair_id": "string", "item_id": "string", "reward_name": "string"}
-    return write_rl_parquet(rows, path, extra)
+    return write_rl_parquet(rows, path, EXTRA_INFO)
 
 
 def write_rl_parquet(rows: Sequence[dict[str, Any]], path: str | os.PathLike, extra_info: dict[str, str]) -> int:
@@ -135,28 +145,87 @@ def write_rl_parquet(rows: Sequence[dict[str, Any]], path: str | os.PathLike, ex
     return len(rows)
 
 
-def export_job_data(job, out_dir: str | os.PathLike, reward) -> dict[str, str]:
+def export_job_data(job, out_dir: str | os.PathLike, reward, counts: dict[str, dict] | None = None) -> dict[str, str]:
     """Export a job's train and held-out splits for verl; returns verl_config's `data_files`.
 
     train: data.train, one balanced order per pair; val: data.eval (first eval.limit pairs), both
-    orders for pairwise prompts, as judge_rl evaluates; judged with `reward`'s prompt. Pairs over the prompt
-    budget are not dropped here: the translated config sets data.filter_overlong_prompts, and verl drops them
-    by token count.
+    orders for pairwise prompts, as judge_rl evaluates; judged with `reward`'s prompt. Rows over the prompt
+    budget are kept in the files (the translated config sets data.filter_overlong_prompts, and verl drops them by
+    token count), but counted first: `counts["verl.train"]` and `counts["verl.val"]` get them with their pair ids
+    and reason (`too_long_rows`), and a console line names each split that has any.
     """
     from judge_rl.data import load_dataset_pairs
     from judge_rl.prompts import get_prompt
 
     prompt = get_prompt(reward.prompt)
+    tokenizer = verl_tokenizer(job)
     out = Path(out_dir)
     files = {}
     for split, spec, orders in (("train", job.data.train, "balanced"), ("val", job.data.eval, "both")):
         pairs = list(load_dataset_pairs(spec.loader, **spec.kwargs))
         if split == "val" and job.eval.limit is not None:
             pairs = pairs[: job.eval.limit]
+        rows = judge_rows(pairs, prompt, seed=job.seed, reward_name=job.reward.name, orders=orders)
+        if tokenizer is not None:
+            entry = too_long_rows(rows, tokenizer, job.model.max_prompt_length, f"verl.{split}")
+            if counts is not None:
+                counts.setdefault(f"verl.{split}", {}).update(entry)
         path = out / f"{split}.parquet"
-        export_parquet(pairs, prompt, path, seed=job.seed, reward_name=job.reward.name, orders=orders)
+        write_judge_rows(rows, path)
         files[split] = str(path.resolve())
     return files
+
+
+def verl_tokenizer(job):
+    """The tokenizer verl's filter_overlong_prompts counts with (the job's model's), or None, said in one console line,
+    where it is not on this machine (a hub model the HF cache does not hold: no download is tried, which offline
+    would retry for a minute) or does not load: the over-long rows are then not counted."""
+    from judge_rl.config.model_dirs import looks_local
+    from judge_rl.models.loading import load_tokenizer
+    from judge_rl.reports.console import console
+
+    m = job.model
+    why = None
+    if m.weights != "random" and m.source == "hub" and not looks_local(m.path):
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(m.path, "tokenizer_config.json"), str):
+            why = f"hub model {m.path}, not in the HF cache"
+    if why is None:
+        try:
+            return load_tokenizer(m, job.cache_dir)
+        except Exception as e:  # noqa: BLE001  a tokenizer that does not load here only costs the count
+            why = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    console.print(f"[yellow]verl export: model={m.name}'s tokenizer is not here ({why}): the prompts over "
+                  f"model.max_prompt_length={m.max_prompt_length} tokens, which verl drops, could not be "
+                  "counted[/yellow]", soft_wrap=True)
+    return None
+
+
+def too_long_rows(rows: Sequence[dict[str, Any]], tokenizer, max_len: int, key: str) -> dict[str, Any]:
+    """The rows verl's data.filter_overlong_prompts will drop: those whose prompt, chat template applied (its
+    `encode_chat`), is longer than `max_len`; in the shape of recipes.stages.fit_to_context's count (`pairs_kept`: the
+    pairs none of whose rows is dropped; `too_long`: the first 20 of the others, by pair id, with their longest prompt
+    in tokens), plus `rows` and `too_long_rows`. One console line when any are over."""
+    from judge_rl.reports.console import console
+    from judge_rl.rollouts import encode_chat
+
+    longest: dict[str, int] = {}
+    over = 0
+    for row in rows:
+        pair_id, n = row["extra_info"]["pair_id"], len(encode_chat(tokenizer, list(row["prompt"])))
+        longest[pair_id] = max(n, longest.get(pair_id, 0))
+        over += n > max_len
+    too_long = {pair_id: n for pair_id, n in longest.items() if n > max_len}
+    reason = (f"judge prompt longer than model.max_prompt_length={max_len} tokens: verl's data.filter_overlong_prompts "
+              "drops the row")
+    if too_long:
+        first = next(iter(too_long.items()))
+        console.print(f"[yellow]{key}: {over} of {len(rows)} rows ({len(too_long)} of {len(longest)} pairs) exceed "
+                      f"model.max_prompt_length={max_len} tokens and verl drops them, e.g. {first[0]} "
+                      f"({first[1]} tokens)[/yellow]", soft_wrap=True)
+    return {"pairs_kept": len(longest) - len(too_long), "too_long_units": len(too_long), "too_long_reason": reason,
+            "too_long": dict(list(too_long.items())[:20]), "rows": len(rows), "too_long_rows": over}
 
 
 def judge_reward_kwargs(job, reward) -> dict[str, Any]:
@@ -178,11 +247,13 @@ def judge_reward_kwargs(job, reward) -> dict[str, Any]:
     return {"reward_name": job.reward.name, **job.reward.weights}
 
 
-def judge_verl_task(job, run_dir: str | os.PathLike, reward):
-    """The main job's VerlTask (judge_rl/backends/__init__.py): its pairs exported under <run_dir>/verl/data, the
-    reward function judge_rl/rewards/__init__.py:compute_score with the job's reward and weights."""
+def judge_verl_task(job, run_dir: str | os.PathLike, reward, counts: dict[str, dict] | None = None):
+    """The main job's VerlTask (judge_rl/backends/__init__.py): its pairs exported under <run_dir>/verl/data (the rows
+    verl will drop as over-long counted into `counts`, `export_job_data`), the reward function
+    judge_rl/rewards/__init__.py:compute_score with the job's reward and weights."""
     from judge_rl.backends import VerlTask
 
     kwargs = judge_reward_kwargs(job, reward)
-    return VerlTask(data_files=export_job_data(job, Path(run_dir) / "verl" / "data", reward), reward_module=reward_module_path(),
-                    reward_kwargs=kwargs, stages=tuple(job.stages))  # fmt: skip
+    data_files = export_job_data(job, Path(run_dir) / "verl" / "data", reward, counts)
+    return VerlTask(data_files=data_files, reward_module=reward_module_path(), reward_kwargs=kwargs,
+                    stages=tuple(job.stages))  # fmt: skip
