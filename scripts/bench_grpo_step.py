@@ -10,7 +10,9 @@ settings, with the machine's raw forward/decode rates measured alongside.
     python scripts/bench_grpo_step.py --logprob-pass padded shared_prefix     # judge_rl's two log-prob passes
     python scripts/bench_grpo_step.py --device cuda --trl-engines hf vllm     # TRL also with vLLM colocated (GPU)
 
-Workload (the same on both sides): the embedded judge (SmolLM2-135M, `ModelConfig()` defaults, fp32, on `--device`:
+Workload (the same on both sides): the embedded judge (SmolLM2-135M, fp32; `--model` any conf/model option, `--weights
+random` its shape with random weights, `--dtype bfloat16` mixed precision on both sides, `--prompt-tokens N` judge
+prompts padded to ~N tokens, `--gradient-checkpointing` on both sides), on `--device`:
 cpu by default, or cuda, where TRL runs with use_cpu=False and every timer synchronizes the GPU first), its
 tokenizer and chat template (eos <|im_end|>, pad <|endoftext|>, as judge_rl sets them); the strength reward's
 judge prompt on synthetic train pairs, the prompts of step k drawn as `train_local` draws them (`step_items`);
@@ -71,9 +73,11 @@ sys.path.insert(0, str(REPO))
 
 from judge_rl.recipes.stages import training_items  # noqa: E402
 from judge_rl.backends.algorithm import AlgorithmConfig  # noqa: E402
-from judge_rl.config import ModelConfig, TrainerConfig
+from judge_rl.config import ModelConfig, TrainerConfig  # noqa: E402
 from judge_rl.data import load_dataset_pairs  # noqa: E402
-from judge_rl.models.loading import converted_gguf_dir, load_model, load_tokenizer  # noqa: E402
+from judge_rl.config.paths import load_model_config  # noqa: E402
+from judge_rl.models.loading import load_model, load_tokenizer, mixed_precision, model_files  # noqa: E402
+from judge_rl.backends.local.loop import checkpointed  # noqa: E402
 from judge_rl.prompts import get_prompt  # noqa: E402
 from judge_rl.rewards import build_reward, compute_score  # noqa: E402
 from judge_rl.rollouts import build_sampler, encode_chat  # noqa: E402
@@ -83,6 +87,27 @@ from judge_rl.backends.local.loop import step_items  # noqa: E402
 from judge_rl.updates.batch import resolve_logprob_pass  # noqa: E402
 
 REWARD = "strength"
+FILLER = " The judge reads this sentence, which pads its prompt to a fixed length."
+
+
+class PaddedPrompt:
+    """A judge prompt whose user message starts with filler sentences so that its chat-encoded length is about
+    `tokens` (within one sentence): judge lengths (~1k tokens) from the synthetic pairs, the same messages on both
+    sides (judge_rl's backend and TRL's dataset both call `messages`)."""
+
+    def __init__(self, prompt, tokenizer, tokens: int):
+        self.prompt, self.tokenizer, self.tokens = prompt, tokenizer, tokens
+        self.per = len(tokenizer(FILLER, add_special_tokens=False).input_ids)
+
+    def __getattr__(self, name):
+        return getattr(self.prompt, name)
+
+    def messages(self, item):
+        msgs = [dict(m) for m in self.prompt.messages(item)]
+        k = max(0, (self.tokens - len(encode_chat(self.tokenizer, msgs))) // self.per)
+        user = next(i for i in range(len(msgs) - 1, -1, -1) if msgs[i]["role"] == "user")
+        msgs[user]["content"] = FILLER.strip() + FILLER * (k - 1) + "\n\n" + msgs[user]["content"] if k else msgs[user]["content"]
+        return msgs
 SPLIT_KEYS = ("timing_s/gen", "timing_s/update_weights", "timing_s/ref", "timing_s/old_log_prob", "timing_s/update_actor")
 
 
@@ -265,11 +290,14 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
         temperature=args.temperature,
         top_p=1.0,
         logprob_pass=logprob_pass,
+        gradient_checkpointing=args.gradient_checkpointing,
     )
     name = f"judge_rl/{rollout_engine}" + ("" if logprob_pass == "auto" else f"/{logprob_pass}")
     device = torch.device(args.device)
     cuda_peak_mb(device, reset=True)
-    policy = load_model(cfg, args.cache_dir, device, seed=args.seed)
+    # as train_local: float32 weights that train, computing in model.dtype (mixed precision); the reference answers
+    policy = mixed_precision(checkpointed(load_model(cfg, args.cache_dir, device, seed=args.seed, train=True), trainer),
+                             cfg.dtype, device)
     reference = load_model(cfg, args.cache_dir, device, seed=args.seed)
     engine = LocalBackend(policy, reference, tokenizer, algo, trainer, prompt.messages, score_fn)
     if rollout_engine != "hf":
@@ -382,9 +410,9 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items, engine: str = "hf") -
         torch.cuda.empty_cache()
     cuda_peak_mb(device, reset=True)
     if args.trl_attention == "judge_rl":
-        model = load_model(cfg, args.cache_dir, device, seed=args.seed)
+        model = load_model(cfg, args.cache_dir, device, seed=args.seed, train=True)
     else:
-        model = AutoModelForCausalLM.from_pretrained(converted_gguf_dir(cfg, args.cache_dir), dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(model_files(cfg, args.cache_dir), dtype=torch.float32)
 
     out_dir = tempfile.mkdtemp(prefix="bench_grpo_trl-")
     config = GRPOConfig(
@@ -446,9 +474,9 @@ def run_trl(args, cfg, tokenizer, prompt, score_fn, items, engine: str = "hf") -
         adam_epsilon=1e-8,
         # -- precision and device ----------------------------------------------------------------------------
         use_cpu=device.type == "cpu",  # cuda: the Trainer puts the model (and TRL its reference) on the GPU
-        bf16=False,  # TRL's default would be True
+        bf16=cfg.dtype == "bfloat16",  # --dtype: mixed precision on both sides (float32 weights, bf16 compute)
         fp16=False,
-        gradient_checkpointing=False,  # TRL's default would be True; judge_rl does not checkpoint
+        gradient_checkpointing=args.gradient_checkpointing,  # TRL's default would be True; judge_rl's: off
         # -- bookkeeping -------------------------------------------------------------------------------------
         seed=args.seed,
         report_to="none",
@@ -603,6 +631,15 @@ def main() -> None:
     ap.add_argument("--raw-decode-steps", type=int, default=None, help="decode steps timed (default: max-new-tokens)")
     ap.add_argument("--skip-raw", action="store_true", help="skip the raw forward/decode rates")
     ap.add_argument("--cache-dir", default=os.environ.get("JUDGE_RL_CACHE", "~/.cache/judge_rl"))
+    ap.add_argument("--model", default="smollm2-135m", help="a conf/model option (e.g. qwen2.5-1.5b-instruct)")
+    ap.add_argument("--weights", choices=("pretrained", "random"), default="pretrained",
+                    help="random: the model's shape with random weights (judge_rl/models/shape.py): speed and memory")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
+                    help="compute dtype on both sides (bfloat16: mixed precision, float32 weights); default: the model's")
+    ap.add_argument("--prompt-tokens", type=int, default=0,
+                    help="pad every judge prompt with filler sentences to about this many tokens (0: as they are)")
+    ap.add_argument("--gradient-checkpointing", action="store_true", help="on both sides")
+    ap.add_argument("--json", default=None, help="also write the results document to this file")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="where both sides run (cuda: one GPU, fp32 as on CPU; TRL with use_cpu=False)")
     args = ap.parse_args()
@@ -618,9 +655,12 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     os.environ.setdefault("JUDGE_RL_ROOT", str(REPO))
 
-    cfg = ModelConfig()
+    cfg = load_model_config(args.model)
+    cfg.weights, cfg.dtype = args.weights, args.dtype or cfg.dtype
     tokenizer = load_tokenizer(cfg, args.cache_dir)
     prompt = get_prompt(build_reward(REWARD).prompt)
+    if args.prompt_tokens:
+        prompt = PaddedPrompt(prompt, tokenizer, args.prompt_tokens)
     score_fn = functools.partial(compute_score, reward_name=REWARD)
     pairs = load_dataset_pairs("synthetic", n=args.pairs, seed=args.seed, split="train")
     items = training_items(list(pairs), prompt, args.seed)
@@ -628,7 +668,7 @@ def main() -> None:
     prompt_mean = sum(map(len, step1)) / len(step1)
     batch = args.prompts * args.n
     where = "CPU" if args.device == "cpu" else f"CUDA ({torch.cuda.get_device_name()})"
-    print(f"model {cfg.name} fp32 {where}, {torch.get_num_threads()} threads; {args.prompts} prompts x n {args.n} = "
+    print(f"model {cfg.name} ({cfg.weights} weights) {cfg.dtype} {where}, {torch.get_num_threads()} threads; {args.prompts} prompts x n {args.n} = "
           f"{batch} sequences a step, max_new_tokens {args.max_new_tokens}, micro-batch "
           f"{min(args.micro_batch, batch)}, temperature {args.temperature}, top_p 1, lr {args.lr}, beta {args.beta}; "
           f"{args.warmup} warm-up + {args.steps} measured steps; step-1 prompt tokens mean {prompt_mean:.0f}",
@@ -727,6 +767,8 @@ def main() -> None:
             print(f"{name}'s step at the raw rates: {est:.2f} s (prefill {prefill:.2f}, decode {decode:.2f}, "
                   f"ref {ref:.2f}, fwd+bwd {train:.2f}); measured {m['seconds']:.2f} s = {m['seconds'] / est:.2f}x")
     print(json.dumps(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -676,3 +676,50 @@ def test_verl_numbers_report_reads_each_steps_results(tmp_path):
     assert "judge_wait" in text and "0.75" in text
     assert "main_bf16: job wall 99.0 s" in text and "deadline: 10s left" in text
     assert (keep / "summary.txt").read_text() == text and json.loads((keep / "summary.json").read_text())["verl_resume"]
+
+
+# -- scale_numbers.sh (issue 53's GPU call) and scale_numbers_report.py ------------------------------------------------
+def test_scale_numbers_plan_runs_its_steps_in_order_and_refuses_an_unknown_one():
+    env = {**os.environ, "SCALE_NUMBERS_PLAN": "1"}
+    done = subprocess.run(["bash", str(KIT / "scale_numbers.sh")], capture_output=True, text=True, cwd=REPO_ROOT, env=env)
+    assert done.returncode == 0, done.stderr
+    rows = planned(done.stdout)
+    assert [r[0] for r in rows] == ["shapes", "bench_1.5b", "verl_1.5b", "local_1.5b", "verl_7b", "verl_resume"]
+    assert rows[0][1] == 240 and "qwen2.5-7b-instruct" in rows[0][2]
+    bench = rows[1][2]
+    assert "--model qwen2.5-1.5b-instruct --weights random --dtype bfloat16" in bench and "--prompt-tokens 1024" in bench
+    assert "--trl-engines hf vllm" in bench
+    only = subprocess.run(["bash", str(KIT / "scale_numbers.sh")], capture_output=True, text=True, cwd=REPO_ROOT,
+                          env={**env, "SCALE_NUMBERS_ONLY": "verl_7b,verl_resume"})
+    assert [r[0] for r in planned(only.stdout)] == ["shapes", "verl_7b", "verl_resume"]
+    assert "experiments=scale_7b_h200_verl" in planned(only.stdout)[1][2]
+    bad = subprocess.run(["bash", str(KIT / "scale_numbers.sh")], capture_output=True, text=True, cwd=REPO_ROOT,
+                         env={**env, "SCALE_NUMBERS_ONLY": "verl_70b"})
+    assert bad.returncode == 2 and "no step verl_70b" in bad.stderr
+    assert subprocess.run(["bash", "-n", str(KIT / "scale_numbers.sh")]).returncode == 0
+
+
+scale_numbers_report = load("scale_numbers_report")
+
+
+def test_scale_numbers_report_puts_each_plan_beside_its_measured_peaks(tmp_path):
+    keep = tmp_path / "keep"
+    for d in ("logs", "nvsmi", "runs/verl_1.5b"):
+        (keep / d).mkdir(parents=True)
+    (keep / "steps.tsv").write_text("verl_1.5b\t0\t10.0\t130.5\t540\t\nverl_7b\tskipped\t131\t131\t0\tdeadline: 5s left\n")
+    (keep / "logs" / "verl_1.5b.log").write_text(
+        "x\nmemory plan (verl, one cuda device): peak 91.6 GiB of 140.0 GiB (cluster.gpu_memory_gib) in the rollout "
+        "phase; biggest: vLLM (gpu_memory_utilization 0.5) 70.00, optimizer state (AdamW m, v fp32) 11.50\n")
+    (keep / "nvsmi" / "verl_1.5b.csv").write_text("2026/11/28 10:00:00.000, 1024, 143771, 0\n"
+                                                  "2026/11/28 10:00:01.000, 83968, 143771, 97\n")
+    (keep / "runs" / "verl_1.5b" / "cuda_peak.json").write_text(json.dumps({"cuda_initialized": False}))
+    (keep / "runs" / "verl_1.5b" / "metrics.jsonl").write_text(
+        json.dumps({"step": 1, "perf/mfu/actor": 0.21}) + "\n" + json.dumps({"step": 2, "perf/mfu/actor": 0.31,
+                                                                             "timing_s/step": 12.5}) + "\n")
+    doc = scale_numbers_report.report(tmp_path)
+    run = doc["runs"]["verl_1.5b"]
+    assert run["plan"] == {"backend": "verl", "device": "cuda", "peak_gib": 91.6, "capacity_gib": 140.0, "phase": "rollout"}
+    assert run["nvidia_smi_peak_gib"] == 82.0 and run["plan_over_measured"] == round(91.6 / 82.0, 2)
+    assert run["verl"] == {"perf/mfu/actor": 0.31, "timing_s/step": 12.5} and "allocator_peak_gib" not in run
+    assert [s["step"] for s in doc["steps"]] == ["verl_1.5b", "verl_7b"] and doc["steps"][0]["seconds"] == 120.5
+    assert "verl_1.5b: plan 91.6 GiB, nvidia-smi 82.0 GiB" in (keep / "summary.txt").read_text()

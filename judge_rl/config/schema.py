@@ -109,6 +109,9 @@ class ClusterConfig:
     # the job's paths (run_dir, cache_dir, this checkout) are on a filesystem every Ray worker shares at the same
     # paths; required with a ray:// address (Ray Client copies no files to the workers: preflight refuses it)
     shared_fs: bool = False
+    # one device's memory in GiB for the memory plan (judge_rl/backends/memory.py); null: the visible GPU's, or this
+    # machine's on a CPU (a GPU job planned on a CPU without it: its fit is not judged)
+    gpu_memory_gib: Optional[float] = None
     # preferred vLLM rollout tensor parallelism; the largest TP up to it that divides the model's attention
     # and KV heads and the GPUs of a node is used (null: verl's default, 2)
     rollout_tp: Optional[int] = None
@@ -127,6 +130,9 @@ class TrainerConfig:
     rollout_engine: str = "auto"  # auto | hf | vllm: who samples the local backend's rollouts (judge_rl/rollouts/samplers.py)
     # auto | padded | shared_prefix: how the local backend's update computes log-probs (judge_rl/updates/batch.py)
     logprob_pass: str = "auto"
+    # the local backend's trained models recompute each layer in the backward instead of keeping its activations
+    # (verl: actor_rollout_ref.model.enable_gradient_checkpointing, on by default there)
+    gradient_checkpointing: bool = False
     save_every: int = 5
     keep_checkpoints: int = 2
     # held-out evaluation of the live policy every N RL steps and at the last (0: off); its metrics are
@@ -306,6 +312,7 @@ NEUTRAL_KEYS = (
     "cluster.ray_address", "cluster.shared_fs", "trainer.save_every", "trainer.keep_checkpoints", "eval.batch_size",
     "trainer.eval_every", "trainer.eval_subset",  # the live held-out evaluation leaves no trace on training
     "eval.max_server_failure_rate", "report", "model.arch",
+    "cluster.gpu_memory_gib", "trainer.gradient_checkpointing",  # the memory plan's input; recomputation, same math
 )
 # model.arch: what the model's own config.json says (which wins where the files are local), declared for checks before
 # a job starts: a field added to it, or a value declared, changes no result, so a run saved before resumes

@@ -23,6 +23,8 @@ from judge_rl.recipes.stages import eval_engine
 from judge_rl.rollouts.samplers import resolve_rollout_engine
 from judge_rl.updates.batch import resolve_logprob_pass
 from judge_rl.backends import check_cluster
+from judge_rl.backends.algorithm import AlgorithmConfig
+from judge_rl.backends.memory import check_plan, local_plan, plan_record, planned_device
 from judge_rl.config import (
     JOB_RANGES,
     NEUTRAL_KEYS,
@@ -52,11 +54,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def run_job(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     """A validated config in a claimed run directory, with its reward (`checked_job`): its recipe, or (verl
     backend, `--dry-run`) the verl command and config it would launch."""
+    plan = planned_memory(job)
+    if job.dry_run and job.cluster.backend != "verl":
+        console.print(plan.table() if plan else "memory plan: the model's architecture is not declared (model.arch)",
+                      markup=False, highlight=False)
+        return {"run_dir": str(run_dir), "memory_plan": plan_record(plan)}
     if job.dry_run:
         from judge_rl.backends.verl.launch import dry_run
         from judge_rl.recipes.online_rl import judge_rl_task
 
         return dry_run(job, run_dir, judge_rl_task(job, reward))
+    if plan is not None:
+        console.print(plan.line(), markup=False, highlight=False, soft_wrap=True)
     check_local_machine(job.cluster)
     return RECIPES.get(job.algorithm.recipe).run(job, run_dir, reward)
 
@@ -135,10 +144,22 @@ def validate(job: JobConfig) -> Reward:
     if not isinstance(a, recipe.config):
         raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
     check_cluster(job.cluster, job.dry_run)
+    plan = planned_memory(job)
+    if plan is not None and not job.dry_run:
+        check_plan(plan)  # a config that cannot fit fails here, before any model loads
     check_ignored_groups(job, recipe)
     if recipe.validate is not None:
         recipe.validate(job, reward)
     return reward
+
+
+def planned_memory(job: JobConfig):
+    """The local backend's memory plan of an online-RL job (judge_rl/backends/memory.py); None for a verl job (planned
+    from its translated config at launch), an offline method, or a model whose architecture is not declared."""
+    if job.cluster.backend != "local" or not isinstance(job.algorithm, AlgorithmConfig):
+        return None
+    device = planned_device(job.cluster)
+    return local_plan(job, resolve_rollout_engine(job.trainer.rollout_engine, device, job.model.source))
 
 
 def check_benchmarks_held_out(job: JobConfig) -> None:

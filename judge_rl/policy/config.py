@@ -232,6 +232,7 @@ POLICY_NEUTRAL_KEYS = (
     "judge.timeout_s", "judge.max_retries", "judge.backoff_s", "judge.api_key_env", "judge.max_batch",
     "judge.batch_wait_s", "judge.device", "judge.port", "judge.startup_timeout_s", "judge.base_url",
     "judge_failure.max_failure_rate", "ifeval.batch_size", "judge.quality_run", "judge.quality_stage", "model.arch",
+    "cluster.gpu_memory_gib", "trainer.gradient_checkpointing",
 )  # fmt: skip
 
 POLICY_RANGES = {
@@ -364,4 +365,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
             raise ValueError(f"policy_data.instruction_ids: {unknown or 'empty'}: expected ids from "
                              f"{', '.join(GENERATED_INSTRUCTION_IDS)}")
     check_cluster(job.cluster, job.dry_run)
+    if job.dry_run and job.cluster.backend != "verl":
+        raise ValueError("dry_run (--dry-run) of the policy job prints a verl launch: it needs a verl cluster option "
+                         "(e.g. cluster=node_8gpu)")
     check_online_algorithm(a, job.trainer.prompts_per_step)

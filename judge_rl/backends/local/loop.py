@@ -40,6 +40,14 @@ TRAINED_STATE = "judge_rl_trained.json"  # in rl_model/: the init and step count
 STEP_METRICS = "metrics.jsonl"  # in global_step_<k>/: the metrics row of every step 1..k
 
 
+
+def checkpointed(model, trainer):
+    """`trainer.gradient_checkpointing`: the model recomputes each layer in the backward instead of keeping its
+    activations (transformers' non-reentrant checkpointing; generation, in eval mode, is unchanged)."""
+    if trainer.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model
+
 def step_items(items: Sequence[JudgeItem], step: int, per_step: int, seed: int) -> list[JudgeItem]:
     """The prompts of step `step` (1-based): consecutive slices of a per-epoch seeded permutation."""
     n = len(items)
@@ -184,15 +192,16 @@ def run_local_loop(
         policy_source = path / "model"
         console.print(f"[yellow]rl: resuming from {path} (step {start})[/yellow]")
     # the trained models hold float32 weights and compute in model.dtype (mixed precision); the reference only answers
-    policy = mixed_precision(load_model(job.model, job.cache_dir, device, checkpoint=policy_source, seed=job.seed,
-                                        train=True), job.model.dtype, device)
+    policy = mixed_precision(checkpointed(load_model(job.model, job.cache_dir, device, checkpoint=policy_source,
+                                                     seed=job.seed, train=True), job.trainer), job.model.dtype, device)
     needs_ref = job.algorithm.use_kl_loss or job.algorithm.use_kl_in_reward
     reference = load_model(job.model, job.cache_dir, device, checkpoint=init_model, seed=job.seed) if needs_ref else None
     critic = None
     if job.algorithm.critic.enabled:
         critic_source = found[1] / "critic" if found else init_model
-        critic = mixed_precision(load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source,
-                                                  seed=job.seed, train=True), job.model.dtype, device)
+        critic = mixed_precision(checkpointed(load_value_model(job.model, job.cache_dir, device, checkpoint=critic_source,
+                                                               seed=job.seed, train=True), job.trainer),
+                                 job.model.dtype, device)
     backend = make_backend(policy, reference, tokenizer, critic)
     engine = resolve_rollout_engine(job.trainer.rollout_engine, device.type, job.model.source)
     if engine != backend.sampler.name:

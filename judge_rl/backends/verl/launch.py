@@ -30,6 +30,7 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -47,6 +48,7 @@ from judge_rl.reports.console import console
 from judge_rl.reports.jsonl import read_jsonl
 from judge_rl.reports.logging import hydra_context, wandb_mode, wandb_run_labels
 from judge_rl.backends import BACKENDS, LaunchJob, Log, RLResult, RLTask, VerlTask
+from judge_rl.backends.memory import check_plan, plan_arch, plan_record, verl_plan
 
 # Forwarded by name to Ray workers (values only ever come from the environment): every W&B / verl variable
 # launch_env sets must be here, or verl's logger in a Ray actor on another node never sees it. A secret's value is
@@ -139,6 +141,10 @@ def prepare(job: LaunchJob, run_dir: Path, task: RLTask, *, launch: bool = False
     if line:
         console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line, however long
     validate(cfg)
+    plan = verl_memory_plan(job, cfg)
+    if plan is not None:  # the whole table on a dry run, one line at a launch; a plan that cannot fit stops both here
+        console.print(plan.line() if launch else plan.table(), markup=False, highlight=False, soft_wrap=True)
+        check_plan(plan)
     path = run_dir / "verl" / "ppo_trainer.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(OmegaConf.to_yaml(cfg))
@@ -151,6 +157,15 @@ def prepare(job: LaunchJob, run_dir: Path, task: RLTask, *, launch: bool = False
         cluster=job.cluster, judge=verl.judge, launch=launch,
     )  # fmt: skip
     return cfg, path, command, env
+
+
+def verl_memory_plan(job: LaunchJob, cfg: DictConfig):
+    """The memory plan of one GPU of the translated job (judge_rl/backends/memory.py): the architecture its files
+    state where they are local, else the declared one; None where neither is complete."""
+    declared = plan_arch(job.model)
+    found = model_arch(job.model, cfg.actor_rollout_ref.model.path)
+    arch = found if plan_arch(replace(job.model, arch=found, source="hub", weights="pretrained")) else declared
+    return None if arch is None else verl_plan(cfg, arch, job.model.dtype, job.cluster.gpu_memory_gib)
 
 
 def check_launch_machine(job: LaunchJob, run_dir: Path, task: RLTask) -> None:
@@ -236,7 +251,8 @@ def dry_run(job: LaunchJob, run_dir: Path, task: RLTask) -> dict[str, Any]:
                   "also checks the machine it starts on: the rollout engine's package, the GPUs, flash_attn):")
     console.print(OmegaConf.to_yaml(cfg), markup=False, highlight=False)
     return {"run_dir": str(run_dir), "verl_config": str(path), "command": command,
-            "experiment_name": cfg.trainer.experiment_name}  # fmt: skip
+            "experiment_name": cfg.trainer.experiment_name,
+            "memory_plan": plan_record(verl_memory_plan(job, cfg))}  # fmt: skip
 
 
 @BACKENDS.register("verl")
