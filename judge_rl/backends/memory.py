@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from judge_rl.config import ArchConfig
+from judge_rl.models.shape import EMBEDDED_VOCAB
 
 GIB = 1024**3
 # a step's phases: sampling, the old/reference log-probs, a micro-batch's forward and backward, the optimizer's step
@@ -148,6 +149,7 @@ class PlanInputs:
     ref_offload: bool = False
     free_cache_engine: bool = True
     host_offload: bool = False  # verl's fsdp_config.offload_policy (FSDP2 CPUOffloadPolicy)
+    fused_optimizer: bool = False  # AdamW(fused=True): one CUDA kernel, no full-size temporaries
     tokens_per_micro: Optional[int] = None  # verl's dynamic batch: ppo_max_token_len_per_gpu
     logits_all_positions: bool = False  # verl computes the log-probs of every (unpadded) position
 
@@ -186,9 +188,9 @@ def plan_terms(p: PlanInputs, device: str, capacity: Optional[int]) -> list[Term
             Term("gradients (fp32)", 4 * n // w, "update+step"),
             Term("optimizer state (AdamW m, v fp32)", 8 * n // w, "update+step" if p.optimizer_offload else "always",
                  "on the host while vLLM rolls out" if p.optimizer_offload else ""),
-            # torch's AdamW (foreach) computes its denominators for every parameter at once
-            Term("optimizer step temporaries (fp32)", 4 * n // w, "step", "AdamW's foreach update, one fp32 copy"),
         ]
+        if not p.fused_optimizer:  # torch's AdamW (foreach) computes its denominators for every parameter at once
+            terms.append(Term("optimizer step temporaries (fp32)", 4 * n // w, "step", "AdamW's foreach update, one fp32 copy"))
     act, note = _activations(p, device)
     terms.append(Term("activations" + (" (gradient checkpointing)" if p.gradient_checkpointing else ""), act, "update", note))
     logits, note = _logits(p)
@@ -287,6 +289,7 @@ def local_plan(job: Any, rollout_engine: str) -> Optional[MemoryPlan]:
         sequences=t.prompts_per_step * a.rollout_n, micro=a.ppo_micro_batch_size,
         reference=a.use_kl_loss or a.use_kl_in_reward, critic=a.critic.enabled,
         gradient_checkpointing=t.gradient_checkpointing, rollout=rollout_engine, vllm_share=GPU_MEMORY_UTILIZATION,
+        free_cache_engine=False,  # the colocated sampler keeps its share through the update
     )  # fmt: skip
     fixes = []
     if p.dtype == "float32":
@@ -323,6 +326,7 @@ def verl_plan(cfg: Any, arch: ArchConfig, dtype: str, gpu_memory_gib: Optional[f
         optimizer_offload=bool(get(f"{actor}.fsdp_config.optimizer_offload", False)),
         ref_offload=bool(get("actor_rollout_ref.ref.fsdp_config.param_offload", False)),
         host_offload=bool(get(f"{actor}.fsdp_config.offload_policy", False)) and get(f"{actor}.strategy") == "fsdp2",
+        fused_optimizer=bool(get(f"{actor}.optim.override_optimizer_config.fused", False)),
         free_cache_engine=bool(get(f"{rollout}.free_cache_engine", True)),
         tokens_per_micro=int(get(f"{actor}.ppo_max_token_len_per_gpu")) if dynamic else None,
         logits_all_positions=True,
@@ -330,6 +334,7 @@ def verl_plan(cfg: Any, arch: ArchConfig, dtype: str, gpu_memory_gib: Optional[f
     over = "+cluster.verl_overrides."
     fixes = [
         (f"{over}{rollout}.gpu_memory_utilization=0.4", lambda q: replace(q, vllm_share=min(q.vllm_share, 0.4))),
+        (f"{over}{actor}.optim.override_optimizer_config.fused=true", lambda q: replace(q, fused_optimizer=True)),
         (f"{over}{actor}.fsdp_config.param_offload=true {over}{actor}.fsdp_config.optimizer_offload=true",
          lambda q: replace(q, param_offload=True, optimizer_offload=True)),
         (f"{over}{actor}.strategy=fsdp2 {over}{actor}.fsdp_config.offload_policy=true",
@@ -365,8 +370,6 @@ def plan_arch(model: Any) -> Optional[ArchConfig]:
               a.vocab_size, a.tie_word_embeddings)
     return None if any(v is None for v in needed) else a
 
-
-EMBEDDED_VOCAB = 49152  # SmolLM2's tokenizer, which the tiny random model uses
 
 
 def plan_record(plan: Optional[MemoryPlan]) -> Optional[dict]:

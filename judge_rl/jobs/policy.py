@@ -103,7 +103,7 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
     if grader_quality is not None:
         results["evaluations"]["grader"] = grader_quality
     results["data"] = {"train_prompts": len(prompts), "ifeval_prompts": len(ifeval)}
-    results["model"] = model_record(job.model, len(tokenizer))
+    results["model"] = model_record(job.model)
     if results["model"].get("notice"):
         console.print(f"[bold yellow]{results['model']['notice']}[/bold yellow]")
     if job.ifeval.enabled and not ifeval:  # as the main job's benchmarks: a machine without the file still trains

@@ -24,7 +24,8 @@ from judge_rl.config import SHAPE_FIELDS, ArchConfig, ModelConfig
 
 # ids past the embedded tokenizer's vocabulary decode to these (never produced by encoding text)
 PLACEHOLDER = "<|shape_{}|>"
-MARKER = "shape_model.json"  # written into a shape model's directory: what it is, from what, and that it is random
+MARKER = "shape_model.json"
+EMBEDDED_VOCAB = 49152  # SmolLM2's tokenizer, which every shape model (and the tiny random model) uses  # written into a shape model's directory: what it is, from what, and that it is random
 
 
 def shape_key(model: ModelConfig) -> str:
@@ -85,23 +86,23 @@ def is_shape_dir(path: str | Path | None) -> bool:
     return path is not None and (Path(path).expanduser() / MARKER).is_file()
 
 
-def shape_notice(model: ModelConfig, tokenizer_size: int | None = None) -> str | None:
+def shape_notice(model: ModelConfig) -> str | None:
     """The one line a run on random weights prints (console, results.json, report); None for real weights."""
     if model.weights != "random":
         return None
     a = model.arch
-    vocab = (f"; the embedded tokenizer's {tokenizer_size} tokens are extended with placeholders to the real "
-             f"vocabulary of {a.vocab_size}" if tokenizer_size and tokenizer_size != a.vocab_size else "")
+    vocab = (f"; the embedded tokenizer's {EMBEDDED_VOCAB} tokens are extended with placeholders to the real "
+             f"vocabulary of {a.vocab_size}" if a.vocab_size != EMBEDDED_VOCAB else "")
     return (f"model.weights=random: {model.name} is a shape model (its architecture, {a.num_hidden_layers} layers x "
             f"{a.hidden_size}, with random weights, seed {model.weights_seed}){vocab}: its speed and memory are the "
             "real model's, its verdicts are noise, and no accuracy here means anything")
 
 
-def model_record(model: ModelConfig, tokenizer_size: int | None = None) -> dict:
+def model_record(model: ModelConfig) -> dict:
     """results.json's `model` section: the model's name and where its weights come from, with the shape notice when
     they are random (the report marks such rows)."""
     record = {"name": model.name, "weights": model.weights}
-    notice = shape_notice(model, tokenizer_size)
+    notice = shape_notice(model)
     if notice:
         record.update(notice=notice, weights_seed=model.weights_seed)
     return record

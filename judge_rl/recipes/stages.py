@@ -204,7 +204,7 @@ def setup(job: JobConfig, run_dir: Path, reward: Reward) -> Run:
     eval_pairs = fit_to_context(eval_pairs, tokenizer, prompt.messages, max_len, "data.eval", mode, counts)
     results = new_results("main", run_dir)  # saved after each stage
     results["data"] = {"splits": counts}
-    results["model"] = model_record(job.model, len(tokenizer))
+    results["model"] = model_record(job.model)
     if results["model"].get("notice"):
         console.print(f"[bold yellow]{results['model']['notice']}[/bold yellow]")
     if job.data.strength_from:  # Think-J 3.2.2: strengths from a BT model's margin, terciles of the training split
