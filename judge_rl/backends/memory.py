@@ -106,11 +106,11 @@ class MemoryPlan:
 
     def table(self) -> str:
         """Every term by phase, for --dry-run."""
-        rows = [f"  {'component':<52} {'phase':<15} {'GiB':>8}  note"]
+        rows = [f"  {'component':<52} {'phase':<19} {'GiB':>8}  note"]
         for t in self.terms:
-            rows.append(f"  {t.name:<52} {t.phase:<15} {t.bytes / GIB:>8.2f}  {t.note}")
+            rows.append(f"  {t.name:<52} {t.phase:<19} {t.bytes / GIB:>8.2f}  {t.note}")
         for phase in PHASES:
-            rows.append(f"  {'= ' + phase + ' phase':<52} {'':<15} {self.phase_bytes(phase) / GIB:>8.2f}")
+            rows.append(f"  {'= ' + phase + ' phase':<52} {'':<19} {self.phase_bytes(phase) / GIB:>8.2f}")
         cap = (f"{self.capacity / GIB:.1f} GiB ({self.capacity_source}): "
                + ("fits" if self.fits else "does NOT fit") if self.capacity else
                "device memory unknown here (cluster.gpu_memory_gib sets it)")

@@ -64,14 +64,21 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 # ------------------------------------------------------------------ setup
 
 
-def fit_prompts(prompts: list[PolicyPrompt], tokenizer, max_len: int) -> list[PolicyPrompt]:
+def fit_prompts(prompts: list[PolicyPrompt], tokenizer, max_len: int, counts: dict | None = None) -> list[PolicyPrompt]:
+    """The prompts within model.max_prompt_length; the others said on the console and counted, with their ids, in
+    `counts` (results.json's data.too_long: on verl, filter_overlong_prompts would drop them without a word)."""
     from judge_rl.rollouts import encode_chat
 
-    kept = [p for p in prompts if len(encode_chat(tokenizer, p.chat())) <= max_len]
+    lengths = {p.prompt_id: len(encode_chat(tokenizer, p.chat())) for p in prompts}
+    kept = [p for p in prompts if lengths[p.prompt_id] <= max_len]
     if not kept:
         raise ValueError(f"every training prompt is longer than model.max_prompt_length={max_len} tokens")
-    if len(kept) < len(prompts):
-        console.print(f"[yellow]policy_data: {len(prompts) - len(kept)} prompts over {max_len} tokens dropped[/yellow]")
+    too_long = {p.prompt_id: lengths[p.prompt_id] for p in prompts if lengths[p.prompt_id] > max_len}
+    if too_long:
+        console.print(f"[yellow]policy_data: {len(too_long)} prompts over {max_len} tokens dropped[/yellow]")
+    if counts is not None:
+        counts.update(too_long_units=len(too_long), too_long=dict(list(too_long.items())[:20]),
+                      too_long_reason=f"prompt longer than model.max_prompt_length={max_len} tokens")
     return kept
 
 
@@ -97,12 +104,13 @@ def run_policy_job(job: PolicyJobConfig, run_dir: Path) -> dict[str, Any]:
         torch.set_num_threads(job.cluster.threads)
     grader_quality = measured_quality(job.judge)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
-    prompts = fit_prompts(load_policy_prompts(job), tokenizer, job.model.max_prompt_length)
+    too_long: dict = {}
+    prompts = fit_prompts(load_policy_prompts(job), tokenizer, job.model.max_prompt_length, too_long)
     ifeval = ifeval_prompts(job.ifeval) if job.ifeval.enabled and Path(job.ifeval.path).expanduser().is_file() else []
     results = new_results("policy", run_dir)
     if grader_quality is not None:
         results["evaluations"]["grader"] = grader_quality
-    results["data"] = {"train_prompts": len(prompts), "ifeval_prompts": len(ifeval)}
+    results["data"] = {"train_prompts": len(prompts), "ifeval_prompts": len(ifeval), "train_prompts_dropped": too_long}
     results["model"] = model_record(job.model)
     if results["model"].get("notice"):
         console.print(f"[bold yellow]{results['model']['notice']}[/bold yellow]")

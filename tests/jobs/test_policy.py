@@ -389,3 +389,22 @@ def test_group_opponents_need_a_pairwise_reward_the_local_backend_and_a_group(tm
         with pytest.raises(ValueError) as e:
             run(policy_cfg([*base, *extra]))
         assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_prompts_over_the_budget_are_counted_and_named_not_dropped_silently():
+    """On verl, filter_overlong_prompts drops such prompts without a word: the job counts them first (results.json's
+    data.train_prompts_dropped)."""
+    from judge_rl.jobs.policy import fit_prompts
+    from judge_rl.policy.tasks.prompts import PolicyPrompt
+    from judge_rl.rollouts import encode_chat
+
+    tokenizer = load_tokenizer(load_model_config("tiny-random"), CACHE_DIR)
+    prompts = [PolicyPrompt(prompt_id="short", prompt="Say hi."),
+               PolicyPrompt(prompt_id="long", prompt="Repeat after me: " + "word " * 200)]
+    budget = len(encode_chat(tokenizer, prompts[0].chat())) + 5
+    counts: dict = {}
+    kept = fit_prompts(prompts, tokenizer, budget, counts)
+    assert [p.prompt_id for p in kept] == ["short"]
+    assert counts["too_long_units"] == 1 and list(counts["too_long"]) == ["long"]
+    assert counts["too_long"]["long"] == len(encode_chat(tokenizer, prompts[1].chat())) > budget
+    assert f"model.max_prompt_length={budget}" in counts["too_long_reason"]
