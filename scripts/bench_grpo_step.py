@@ -334,7 +334,7 @@ def run_judge_rl(args, cfg, tokenizer, prompt, score_fn, items, rollout_engine: 
               + f"  tokens {rec['generated_tokens']:.0f} (mean len {rec['mean_completion_length']:.1f}, "
               f"max {rec['max_completion_length']:.0f})  cores busy: this {rec['cores_self']:.1f}, "
               f"others {rec['cores_others']:.1f}", flush=True)
-    print(f"{name}: log-prob pass {resolve_logprob_pass(logprob_pass, device.type)}", flush=True)
+    print(f"{name}: log-prob pass {resolve_logprob_pass(logprob_pass, device.type, args.gradient_checkpointing)}", flush=True)
     engine.close()
     peak = cuda_peak_mb(device)
     del engine, policy, reference

@@ -125,7 +125,7 @@ def validate(job: JobConfig) -> Reward:
     check_ranges(job, JOB_RANGES)
     validate_model(job.model)
     resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
-    resolve_logprob_pass(job.trainer.logprob_pass, "cpu")  # an unknown pass: one line
+    resolve_logprob_pass(job.trainer.logprob_pass, "cpu", job.trainer.gradient_checkpointing)  # an unknown pass: one line
     eval_engine(job.eval.server, job.model.source, "cpu")  # an unknown eval.server: one line
     for split in ("train", "eval"):
         spec = getattr(job.data, split)

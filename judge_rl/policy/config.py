@@ -304,7 +304,7 @@ def validate_policy_job(job: PolicyJobConfig) -> None:
     check_ranges(job, POLICY_RANGES)
     validate_model(job.model)
     resolve_rollout_engine(job.trainer.rollout_engine, "cpu", job.model.source)  # an unknown or absent engine: one line
-    resolve_logprob_pass(job.trainer.logprob_pass, "cpu")  # an unknown pass: one line
+    resolve_logprob_pass(job.trainer.logprob_pass, "cpu", job.trainer.gradient_checkpointing)  # an unknown pass: one line
     r, j, a = job.policy_reward, job.judge, job.algorithm
     _choice(r.name, "policy_reward.name", tuple(POLICY_REWARDS.names()))  # judge_rl/policy/rewards/<name>.py
     spec = POLICY_REWARDS.get(r.name)

@@ -203,17 +203,23 @@ def shared_prefix_log_probs(
 LOGPROB_PASSES = {"padded": response_log_probs, "shared_prefix": shared_prefix_log_probs}
 
 
-def resolve_logprob_pass(choice: str, device_type: str) -> str:
+def resolve_logprob_pass(choice: str, device_type: str, gradient_checkpointing: bool = False) -> str:
     """The pass `trainer.logprob_pass=choice` means on `device_type`; a one-line ValueError for an unknown choice.
+
+    With `trainer.gradient_checkpointing` a training forward keeps no KV cache (transformers turns it off), which the
+    shared-prefix pass is made of: auto means padded there, and shared_prefix is refused.
 
     auto: shared_prefix on the CPU, where compute is the cost (scripts/bench_grpo_step.py, 2 cores: it is what made
     the local step 0.73 of TRL's); padded on CUDA, where a small model is launch-bound and one forward per
     micro-batch launches half the kernels of two per group, and repeats no KV cache. Both are measured side by side
     by `scripts/bench_grpo_step.py --logprob-pass padded shared_prefix`."""
     if choice == "auto":
-        return "shared_prefix" if device_type == "cpu" else "padded"
+        return "shared_prefix" if device_type == "cpu" and not gradient_checkpointing else "padded"
     if choice not in LOGPROB_PASSES:
         raise ValueError(f"trainer.logprob_pass={choice!r}: expected auto or one of {', '.join(LOGPROB_PASSES)}")
+    if choice == "shared_prefix" and gradient_checkpointing:
+        raise ValueError("trainer.logprob_pass=shared_prefix shares a KV cache, which trainer.gradient_checkpointing=true "
+                         "turns off in training: use trainer.logprob_pass=padded (or auto)")
     return choice
 
 

@@ -60,36 +60,12 @@ for s in "${ORDER[@]}"; do
 done
 command -v timeout >/dev/null || { echo "scale_numbers: no 'timeout' (coreutils) on this machine" >&2; exit 2; }
 
-if [ -n "$GPU_STEPS_PLAN" ]; then
-  WORK=$(mktemp -d)
-  PY=python3
-elif [ -f "$KIT_ENV" ]; then
-  WORK=${SCALE_NUMBERS_WORK:-/tmp/scale_numbers}
-  # shellcheck disable=SC1090
-  source "$KIT_ENV"
-  PY=${SCALE_NUMBERS_PYTHON:-python3}
-elif [ "$DEVICE" = cuda ]; then
-  echo "scale_numbers: $KIT_ENV is missing: install the GPU kit and its verl profile first (scripts/gpu_kit/README.md)" >&2
-  exit 2
-else
-  WORK=${SCALE_NUMBERS_WORK:-/tmp/scale_numbers}
-  PY=${SCALE_NUMBERS_PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
-fi
-OUT=${OUT:-$WORK/out}
-START=$(date +%s)
-DEADLINE=$((START + BUDGET))
-KEEP=$WORK/keep
-RUNS=$WORK/runs
-mkdir -p "$OUT" "$WORK"
-rm -rf "$KEEP" "$RUNS"
-mkdir -p "$KEEP"/{logs,nvsmi,runs} "$RUNS"
-printf '' >"$KEEP/steps.tsv"
+# shellcheck source=scripts/gpu_kit/steps.sh
+source scripts/gpu_kit/steps.sh
+kit_setup scale_numbers "${SCALE_NUMBERS_WORK:-/tmp/scale_numbers}" "${SCALE_NUMBERS_PYTHON:-}"
 CACHE=${JUDGE_RL_CACHE:-$WORK/cache}   # the shapes are kept between invocations on the same machine
 export JUDGE_RL_CACHE=$CACHE PYTHONUNBUFFERED=1 HYDRA_FULL_ERROR=1 TOKENIZERS_PARALLELISM=false JUDGE_RL_ROOT=$REPO
 export WANDB_MODE=disabled
-
-# shellcheck source=scripts/gpu_kit/steps.sh
-source scripts/gpu_kit/steps.sh
 
 pack() {
   [ -n "$GPU_STEPS_PLAN" ] && return 0

@@ -1,11 +1,49 @@
-# The step runner of the GPU kit's one-call scripts (first_numbers.sh, verl_numbers.sh): sourced, not run.
+# The step runner of the GPU kit's one-call scripts (first_numbers.sh, verl_numbers.sh, scale_numbers.sh): sourced, not run.
 #
-# The sourcing script sets START and DEADLINE (epoch seconds), RESERVE (seconds kept after the last step), MIN_STEP
+# The sourcing script sets START and DEADLINE (epoch seconds; kit_setup below sets them, and WORK, PY, OUT, KEEP and RUNS,
+# for verl_numbers.sh and scale_numbers.sh), RESERVE (seconds kept after the last step), MIN_STEP
 # (a step with less time than this left is skipped), KEEP (its keep/ folder, with logs/ and nvsmi/), OUT, ONLY (a
 # comma list of steps to run; empty: all), and defines `after_step NAME RUN_DIR`, called after every step that ran
 # (collect the run, rewrite the summary and the tarball under $OUT, so a call cut at its limit still returns them).
 # GPU_STEPS_PLAN=1 runs nothing: each step prints the timeout it would get if every step before it ran to its own
 # timeout (a simulated clock, SIM_NOW), which is how the deadline logic is checked without a GPU.
+
+# kit_setup NAME WORK_DIR PYTHON [EXTRA_KEEP_DIR...]: WORK and PY of a one-call script (verl_numbers.sh,
+# scale_numbers.sh), then OUT, START, DEADLINE (BUDGET seconds on), KEEP and RUNS made afresh. Under GPU_STEPS_PLAN a
+# throwaway WORK and python3; else the GPU kit's environment file KIT_ENV sourced where it exists (PYTHONPATH=<kits>,
+# HF_HUB_OFFLINE=1, ...), refused on cuda without it, and on a CPU this checkout's .venv. PYTHON: the interpreter asked
+# for (empty: python3, or the .venv's on a CPU without the kit).
+kit_setup() {
+  local name=$1 work=$2 python=$3
+  shift 3
+  if [ -n "${GPU_STEPS_PLAN:-}" ]; then
+    WORK=$(mktemp -d)
+    PY=python3
+  elif [ -f "$KIT_ENV" ]; then
+    WORK=$work
+    # shellcheck disable=SC1090
+    source "$KIT_ENV"
+    PY=${python:-python3}
+  elif [ "$DEVICE" = cuda ]; then
+    echo "$name: $KIT_ENV is missing: install the GPU kit and its verl profile first" \
+         "(scripts/gpu_kit/README.md), in the same warm machine" >&2
+    exit 2
+  else
+    WORK=$work
+    PY=${python:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
+  fi
+  OUT=${OUT:-$WORK/out}
+  START=$(date +%s)
+  DEADLINE=$((START + BUDGET))
+  KEEP=$WORK/keep
+  RUNS=$WORK/runs
+  mkdir -p "$OUT" "$WORK"
+  rm -rf "$KEEP" "$RUNS"
+  mkdir -p "$KEEP"/{logs,nvsmi,runs} "$RUNS"
+  local extra
+  for extra in "$@"; do mkdir -p "$KEEP/$extra"; done
+  printf '' >"$KEEP/steps.tsv"
+}
 
 SMI_PID=""
 stop_smi() {

@@ -99,32 +99,9 @@ for m in ${MAIN_DTYPES//,/ }; do
 done
 command -v timeout >/dev/null || { echo "verl_numbers: no 'timeout' (coreutils) on this machine" >&2; exit 2; }
 
-if [ -n "$GPU_STEPS_PLAN" ]; then
-  WORK=$(mktemp -d)
-  PY=python3
-elif [ -f "$KIT_ENV" ]; then
-  WORK=${VERL_NUMBERS_WORK:-/tmp/verl_numbers}
-  # shellcheck disable=SC1090
-  source "$KIT_ENV"   # PYTHONPATH=<verl kit>:<base kit>:$PWD, HF_HUB_OFFLINE=1, VLLM_USE_FLASHINFER_SAMPLER=0, ...
-  PY=${VERL_NUMBERS_PYTHON:-python3}
-elif [ "$DEVICE" = cuda ]; then
-  echo "verl_numbers: $KIT_ENV is missing: install the GPU kit and its verl profile first" \
-       "(scripts/gpu_kit/README.md), in the same warm machine" >&2
-  exit 2
-else
-  WORK=${VERL_NUMBERS_WORK:-/tmp/verl_numbers}
-  PY=${VERL_NUMBERS_PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
-fi
-OUT=${OUT:-$WORK/out}
-
-START=$(date +%s)
-DEADLINE=$((START + BUDGET))
-KEEP=$WORK/keep
-RUNS=$WORK/runs
-mkdir -p "$OUT" "$WORK"
-rm -rf "$KEEP" "$RUNS"
-mkdir -p "$KEEP"/{logs,nvsmi,runs,main_dtype} "$RUNS"
-printf '' >"$KEEP/steps.tsv"
+# shellcheck source=scripts/gpu_kit/steps.sh
+source scripts/gpu_kit/steps.sh
+kit_setup verl_numbers "${VERL_NUMBERS_WORK:-/tmp/verl_numbers}" "${VERL_NUMBERS_PYTHON:-}" main_dtype
 if [ "$TINY" = 1 ]; then
   CACHE=${JUDGE_RL_CACHE:-$HOME/.cache/judge_rl}   # the toy runs share this machine's cache
 else
@@ -138,9 +115,6 @@ if [ -z "${JUDGE_RL_DATA:-}" ]; then
   if [ -d ../shared/data ]; then JUDGE_RL_DATA=$(cd ../shared/data && pwd); fi
 fi
 export JUDGE_RL_DATA
-
-# shellcheck source=scripts/gpu_kit/steps.sh
-source scripts/gpu_kit/steps.sh
 
 pack() {  # summary + tarball into $OUT (after every step, so a call cut at its limit still returns them)
   [ -n "$GPU_STEPS_PLAN" ] && return 0

@@ -152,6 +152,38 @@ def test_micro_batching_gives_the_same_update_as_one_batch():
     torch.testing.assert_close(results[0], results[1], atol=1e-6, rtol=1e-4)
 
 
+def test_gradient_checkpointing_gives_the_same_update():
+    """trainer.gradient_checkpointing recomputes each layer in the backward (the memory plan's checkpointed
+    activations): the same update as keeping them, with the padded pass that auto picks for it (the shared-prefix
+    pass needs a KV cache, which checkpointing turns off in training)."""
+    from judge_rl.backends.local.loop import checkpointed
+
+    tok = load_tokenizer(TINY, CACHE_DIR)
+    prompt = get_prompt("strength")
+
+    def score_fn(data_source, solution_str, ground_truth, extra_info=None):
+        return {"score": float(len(solution_str) % 7), "parse_error": ""}
+
+    results = []
+    for gc in (False, True):
+        torch.manual_seed(0)
+        trainer = TrainerConfig(max_new_tokens=8, gradient_checkpointing=gc)
+        policy = checkpointed(load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0, train=True), trainer)
+        reference = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
+        backend = LocalBackend(policy, reference, tok, AlgorithmConfig(lr=1e-3, rollout_n=4, ppo_micro_batch_size=4),
+                               trainer, prompt.messages, score_fn)
+        assert backend.logprob_pass.__name__ == ("response_log_probs" if gc else "shared_prefix_log_probs")
+        assert policy.model.gradient_checkpointing is gc
+        backend.optimizer = torch.optim.SGD(policy.parameters(), lr=1.0)
+        before = torch.cat([p.detach().flatten() for p in policy.parameters()])
+        torch.manual_seed(1)
+        rollouts = backend.rollout([JudgeItem(_pair(1), "a"), JudgeItem(_pair(2), "b")])
+        backend.update(rollouts, {})
+        results.append(torch.cat([p.detach().flatten() for p in policy.parameters()]) - before)
+    assert results[0].abs().max() > 1e-4
+    torch.testing.assert_close(results[0], results[1], atol=1e-6, rtol=1e-4)
+
+
 def test_shared_prefix_log_probs_match_the_padded_batch_and_its_gradients():
     """One prompt forward per group (KV cache repeated for its rows) gives the padded computation's
     log-probs, entropies and gradients to float tolerance."""

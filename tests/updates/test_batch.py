@@ -95,6 +95,10 @@ def test_auto_picks_the_pass_per_device_and_an_unknown_pass_is_one_line():
     assert resolve_logprob_pass("shared_prefix", "cuda") == "shared_prefix"  # an explicit choice wins
     with pytest.raises(ValueError, match=r"^trainer.logprob_pass='flash': expected auto or one of padded, shared_prefix$"):
         resolve_logprob_pass("flash", "cpu")
+    # gradient checkpointing keeps no KV cache in training: auto is padded, shared_prefix refused in one line
+    assert resolve_logprob_pass("auto", "cpu", gradient_checkpointing=True) == "padded"
+    with pytest.raises(ValueError, match=r"^trainer.logprob_pass=shared_prefix shares a KV cache, .*padded"):
+        resolve_logprob_pass("shared_prefix", "cpu", gradient_checkpointing=True)
 
 
 def _pair(i: int) -> PreferencePair:

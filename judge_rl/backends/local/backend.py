@@ -111,7 +111,8 @@ class LocalBackend:
         self.messages_fn, self.score_fn = messages_fn, score_fn
         self.device = next(policy.parameters()).device
         # how the update computes log-probs (trainer.logprob_pass: one padded forward, or one per prompt group)
-        self.logprob_pass = LOGPROB_PASSES[resolve_logprob_pass(trainer.logprob_pass, self.device.type)]
+        self.logprob_pass = LOGPROB_PASSES[resolve_logprob_pass(trainer.logprob_pass, self.device.type,
+                                                                       trainer.gradient_checkpointing)]
         # the optimizer from the same keys the verl backend writes (judge_rl/backends/algorithm.py)
         self.keys = verl_algorithm_keys(algo)
         self.optimizer = torch.optim.AdamW(
