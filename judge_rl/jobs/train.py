@@ -47,6 +47,7 @@ from judge_rl.rundir import claim_run_dir
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     job, reward = checked_job(cfg)
+    check_memory(job)
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=NEUTRAL_KEYS, console=console) as run_dir:
         return run_job(job, run_dir, reward)
 
@@ -144,13 +145,19 @@ def validate(job: JobConfig) -> Reward:
     if not isinstance(a, recipe.config):
         raise ValueError(f"algorithm={a.name}: recipe {a.recipe} takes a {recipe.config.__name__}, not {type(a).__name__}")
     check_cluster(job.cluster, job.dry_run)
-    plan = planned_memory(job)
-    if plan is not None and not job.dry_run:
-        check_plan(plan)  # a config that cannot fit fails here, before any model loads
     check_ignored_groups(job, recipe)
     if recipe.validate is not None:
         recipe.validate(job, reward)
     return reward
+
+
+def check_memory(job: JobConfig) -> None:
+    """The local backend's memory plan against this machine's device (a machine check, like check_local_machine: a
+    config composes and validates anywhere), before the run directory is claimed or any model loads; a dry run prints
+    the plan instead. verl jobs are planned from their translated config at launch (judge_rl/backends/verl/launch.py)."""
+    plan = planned_memory(job)
+    if plan is not None and not job.dry_run:
+        check_plan(plan)
 
 
 def planned_memory(job: JobConfig):

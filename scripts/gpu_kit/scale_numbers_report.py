@@ -84,7 +84,7 @@ def report(work: Path) -> dict:
     for name, e in doc["runs"].items():
         if e["plan"] or e.get("nvidia_smi_peak_gib") or e.get("verl"):
             lines.append(f"{name}: plan {e['plan']['peak_gib'] if e['plan'] else '-'} GiB, nvidia-smi "
-                         f"{e.get('nvidia_smi_peak_gib', '-')} GiB, allocator {e.get('allocator_peak_gib', '-')} GiB; "
+                         f"{e.get('nvidia_smi_peak_gib') or '-'} GiB, allocator {e.get('allocator_peak_gib') or '-'} GiB; "
                          + ", ".join(f"{k} {v:.3g}" for k, v in e.get("verl", {}).items()))
     if "bench_1.5b" in doc:
         lines.append(f"bench_1.5b: {json.dumps(doc['bench_1.5b'])}")

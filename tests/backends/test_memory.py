@@ -15,7 +15,7 @@ import torch
 
 from judge_rl.backends.memory import GIB, local_plan, parameter_count, plan_arch
 from judge_rl.config.paths import CONF_DIR, load_model_config
-from judge_rl.jobs.train import run, to_job_config
+from judge_rl.jobs.train import check_memory, run, to_job_config
 from judge_rl.models.shape import shape_config
 
 from conftest import CACHE_DIR, REPO_ROOT, compose_config
@@ -41,27 +41,29 @@ def test_parameter_count_is_the_architectures_exactly(name):
 
 def test_a_7b_judge_on_the_local_backend_is_refused_before_any_model_loads_with_an_override_that_fits(tmp_path):
     """The local backend holds float32 weights, gradients and AdamW of 7.6B parameters (113 GiB) plus vLLM's 0.3 of
-    the GPU: over an 80 GiB card. The one line names the biggest term and the override that fits, and that
-    override, applied, passes."""
+    the GPU: over an 80 GiB card. The job stops before it claims its run directory, in one line naming the biggest
+    term and the override that fits; that override, applied, passes. (A config still composes and validates
+    anywhere: the plan is checked against the device when the job starts.)"""
     over = ["experiments=scale_1.5b_h200_local", "model=qwen2.5-7b-instruct", "model.weights=random",
-            "cluster.gpu_memory_gib=80", f"run_dir={tmp_path}"]
+            f"run_dir={tmp_path / 'run'}"]
+    to_job_config(compose_config([*over, "cluster.gpu_memory_gib=80"]))  # validates
     with pytest.raises(ValueError) as e:
-        to_job_config(compose_config(over))
+        run(compose_config([*over, "cluster.gpu_memory_gib=80"]))
     msg = str(e.value)
     assert "\n" not in msg and "memory plan" in msg and "exceeds the cuda device's 80.0 GiB" in msg
     assert "biggest term: optimizer state (AdamW m, v fp32) 56.7 GiB" in msg
-    assert not list(tmp_path.iterdir())  # nothing loaded, nothing written
+    assert not (tmp_path / "run").exists()  # nothing claimed, nothing loaded
     # an H200's 140 GiB: AdamW's step alone (weights, gradients, moments and foreach's temporaries, 142 GiB) cannot
     # fit, whatever the batch: the line says so and names the way out
     with pytest.raises(ValueError, match=r"no single override fits \(trainer.rollout_engine=hf, "
                                          r"algorithm.ppo_micro_batch_size=4, .*\): use more GPUs"):
-        to_job_config(compose_config([*over[:-2], "cluster.gpu_memory_gib=140", f"run_dir={tmp_path}"]))
+        check_memory(to_job_config(compose_config([*over, "cluster.gpu_memory_gib=140"])))
     # 170 GiB: the colocated vLLM's 0.3 is what tips it over; the override named, applied, passes
     with pytest.raises(ValueError) as e:
-        to_job_config(compose_config([*over[:-2], "cluster.gpu_memory_gib=170", f"run_dir={tmp_path}"]))
+        check_memory(to_job_config(compose_config([*over, "cluster.gpu_memory_gib=170"])))
     fix = str(e.value).split("; ")[-1].split(" fits (")[0]
     assert fix == "trainer.rollout_engine=hf", str(e.value)
-    to_job_config(compose_config([*over[:-2], "cluster.gpu_memory_gib=170", fix, f"run_dir={tmp_path}"]))
+    check_memory(to_job_config(compose_config([*over, "cluster.gpu_memory_gib=170", fix])))
 
 
 def test_the_plan_adds_up_the_phase_it_names():
