@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 PLAN = re.compile(r"memory plan \((\w+), one (\w+) device\): peak ([\d.]+) GiB(?: of ([\d.]+) GiB)?[^;]*in the (\w+) phase")
-VERL_KEYS = ("perf/mfu/actor", "perf/throughput", "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb",
+VERL_KEYS = ("perf/mfu/actor", "perf/throughput", "actor/perf/max_memory_allocated_gb", "actor/perf/max_memory_reserved_gb",
              "timing_s/step", "timing_s/gen", "timing_s/update_actor", "timing_s/old_log_prob", "timing_s/ref",
              "timing_s/update_weights")
 
