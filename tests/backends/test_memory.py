@@ -146,3 +146,14 @@ def test_the_plan_is_within_20_percent_of_a_real_steps_peak_rss(point, tmp_path)
     print(f"{point}: plan {plan.peak / GIB:.2f} GiB ({plan.peak_phase}), measured peak RSS {peak / GIB:.2f} GiB, "
           f"ratio {ratio:.2f}")
     assert 0.8 <= ratio <= 1.2, f"plan {plan.peak / GIB:.2f} GiB, measured {peak / GIB:.2f} GiB (ratio {ratio:.2f})"
+
+
+def test_a_local_dry_run_prints_the_plan_and_trains_nothing(tmp_path, capsys):
+    out = run(compose_config(["model=qwen2.5-1.5b-instruct", "model.weights=random", "cluster=local_gpu",
+                              "cluster.gpu_memory_gib=80", "dry_run=true", "logger=none", f"run_dir={tmp_path}"]))
+    plan = out["memory_plan"]
+    assert plan["backend"] == "local" and plan["device"] == "cuda" and plan["capacity_gib"] == 80.0
+    assert plan["terms"]["parameters (fp32 master) [always]"] == round(4 * 1543714304 / GIB, 4)
+    printed = capsys.readouterr().out
+    assert "memory plan (local, per cuda device)" in printed and "= update phase" in printed
+    assert not (tmp_path / "results.json").exists() and not (tmp_path / "checkpoints").exists()
