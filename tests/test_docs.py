@@ -166,6 +166,26 @@ def test_every_repo_path_the_docs_name_exists():
     assert not bad, "paths named in the docs that do not exist:\n" + "\n".join(bad)
 
 
+# an absolute path in a documented command: one machine's folder, which a reader's checkout does not have; system
+# folders and /tmp are everyone's
+ABSOLUTE = re.compile(r"(?:^|(?<=[\s=(\"'`]))/[A-Za-z][\w.-]*/[\w./<>-]*", re.M)
+EVERYONE_S = ("/tmp/", "/dev/", "/proc/", "/usr/", "/etc/")
+
+
+def absolute_paths(code: list[Shown]) -> list[str]:
+    return [f"{c.where}: {m.group(0)}" for c in code for m in ABSOLUTE.finditer(c.text)
+            if not m.group(0).startswith(EVERYONE_S)]
+
+
+def test_no_documented_command_names_one_machines_folder():
+    """Commands use paths a reader can run from the checkout (relative ones, ../shared, /tmp): a study's commands once
+    wrote under an absolute folder of the machine they ran on."""
+    assert not absolute_paths(shown_code()), "\n".join(absolute_paths(shown_code()))
+    probe = [Shown(REPO_ROOT / "probe.md", 1, "JUDGE_RL_LADDER=/work/study/ladder python -m judge_rl run_dir=/tmp/x "
+                   "cache_dir=/home/u/c", True)]
+    assert absolute_paths(probe) == ["probe.md:1: /work/study/ladder", "probe.md:1: /home/u/c"]
+
+
 def test_the_link_and_path_checks_fail_what_does_not_exist(tmp_path):
     """The checks can fail: a link to a missing file, a missing heading, and a missing repo path are each found."""
     doc = tmp_path / "probe.md"
