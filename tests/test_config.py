@@ -40,6 +40,7 @@ def eval_job(*overrides: str):
         ("algorithm.grad_clip=inf", "algorithm.grad_clip=inf: expected a finite number > 0"),
         ("sft.lr=inf", "sft.lr=inf: expected a finite number > 0"),
         ("trainer.temperature=inf", "trainer.temperature=inf: expected a finite number > 0"),
+        ("seed=-1", r"seed=-1: expected \[0, 4294967295\]"),
     ],
 )
 def test_main_job_refuses_out_of_range_fields(override, message):
@@ -56,6 +57,7 @@ def test_main_job_refuses_out_of_range_fields(override, message):
         ("benchmark.limit=-1", "benchmark.limit=-1: expected >= 1"),
         ("server.concurrency=0", "server.concurrency=0: expected >= 1"),
         ("server.timeout_s=inf", "server.timeout_s=inf: expected a finite number > 0"),
+        ("seed=-1", r"seed=-1: expected \[0, 4294967295\]"),
     ],
 )
 def test_eval_app_refuses_out_of_range_fields(override, message):

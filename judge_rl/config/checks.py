@@ -25,8 +25,11 @@ def typed_config(cfg: DictConfig, schema: type):
 # a field is Optional, means "not set" and passes. Checked before any model loads, with the key named; inf and
 # nan are refused by every rule (`algorithm.lr=inf` would pass "> 0" and fail as nan probabilities at step 2).
 MODEL_RANGES = {"model.max_prompt_length": ">= 1"}
+# every job's seed: numpy, torch and Python's random all take it (numpy refuses a negative one, deep inside a stage)
+SEED_RANGE = {"seed": "[0, 4294967295]"}
 JOB_RANGES = {
     **MODEL_RANGES,
+    **SEED_RANGE,
     "trainer.total_steps": ">= 1",
     "trainer.prompts_per_step": ">= 1",
     "trainer.max_new_tokens": ">= 1",
@@ -54,6 +57,7 @@ JOB_RANGES = {
 }
 EVAL_RANGES = {
     **MODEL_RANGES,
+    **SEED_RANGE,
     "benchmark.limit": ">= 1",
     "eval.max_server_failure_rate": "[0, 1]",
     "server.max_new_tokens": ">= 1",

@@ -147,6 +147,7 @@ CURATE_NEUTRAL_KEYS = (
 
 CURATE_RANGES = {
     "model.max_prompt_length": ">= 1",
+    "seed": "[0, 4294967295]",
     "difficulty.samples": ">= 1",
     "difficulty.temperature": "> 0",
     "difficulty.max_new_tokens": ">= 1",

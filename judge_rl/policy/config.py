@@ -237,7 +237,7 @@ POLICY_NEUTRAL_KEYS = (
 
 POLICY_RANGES = {
     # the main job's ranges of the groups both jobs share
-    **{k: v for k, v in JOB_RANGES.items() if k.split(".")[0] in ("model", "trainer", "cluster")},
+    **{k: v for k, v in JOB_RANGES.items() if k.split(".")[0] in ("model", "trainer", "cluster", "seed")},
     "judge.concurrency": ">= 1",
     "judge.timeout_s": "> 0",
     "judge.max_retries": ">= 0",

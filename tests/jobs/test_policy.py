@@ -186,6 +186,7 @@ def test_a_step_above_the_failure_rate_stops_the_run_before_its_update(tmp_path,
     (["trainer.rollout_engine=sglang"], "trainer.rollout_engine='sglang': expected one of auto, hf, vllm"),
     (["trainer.logprob_pass=flash"], "trainer.logprob_pass='flash': expected auto or one of padded, shared_prefix"),
     (["task_eval.n=0"], "task_eval.n=0: expected >= 1"),
+    (["seed=-1"], "seed=-1: expected [0, 4294967295]"),
     (["++judge.quality_run=/nonexistent"], "judge.quality_run=/nonexistent: no results.json there"),
 ])  # fmt: skip
 def test_configs_that_cannot_work_fail_in_one_line_before_a_model_loads(tmp_path, ifeval_file, overrides, message):
