@@ -8,12 +8,14 @@ found through the package's installed file list, without importing the package (
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerBase
@@ -66,13 +68,20 @@ def _fix_special_tokens(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokeniz
     return tokenizer
 
 
-def _atomic_dir(target: Path):
-    """Write into a temporary sibling and rename, so a crash never leaves a half-written model."""
+@contextlib.contextmanager
+def atomic_dir(target: Path, replace_existing: bool = False) -> Iterator[Path]:
+    """A temporary sibling of `target` to write into, renamed to `target` when the block ends: a crash never leaves a
+    half-written model, and a failed write (a full disk, SIGTERM) leaves no temporary folder either. A `target` that
+    exists meanwhile is kept (another process won the race), or replaced with `replace_existing`."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-
-
-def _publish(tmp: Path, target: Path) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if replace_existing and target.exists():
+        shutil.rmtree(target)
     try:
         os.replace(tmp, target)
     except OSError:  # another process won the race: keep theirs
@@ -85,14 +94,13 @@ def converted_gguf_dir(cfg: ModelConfig, cache_dir: str | os.PathLike) -> Path:
     target = Path(cache_dir).expanduser() / "models" / gguf.stem
     if (target / "config.json").exists():
         return target
-    tmp = _atomic_dir(target)
     tokenizer = _fix_special_tokens(AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    _publish(tmp, target)
+    with atomic_dir(target) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
     return target
 
 
@@ -102,9 +110,8 @@ def tokenizer_dir(cfg: ModelConfig, cache_dir: str | os.PathLike) -> Path:
     target = Path(cache_dir).expanduser() / "tokenizers" / gguf.stem
     if (target / "tokenizer_config.json").exists():
         return target
-    tmp = _atomic_dir(target)
-    _fix_special_tokens(AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)).save_pretrained(tmp)
-    _publish(tmp, target)
+    with atomic_dir(target) as tmp:
+        _fix_special_tokens(AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)).save_pretrained(tmp)
     return target
 
 
@@ -116,9 +123,8 @@ def shape_tokenizer_dir(cfg: ModelConfig, cache_dir: str | os.PathLike) -> Path:
     if (target / "tokenizer_config.json").exists():
         return target
     tokenizer = _fix_special_tokens(AutoTokenizer.from_pretrained(base))
-    tmp = _atomic_dir(target)
-    extend_tokenizer(tokenizer, cfg.arch.vocab_size, "model").save_pretrained(tmp)
-    _publish(tmp, target)
+    with atomic_dir(target) as tmp:
+        extend_tokenizer(tokenizer, cfg.arch.vocab_size, "model").save_pretrained(tmp)
     return target
 
 
@@ -130,13 +136,8 @@ def shape_model_dir(cfg: ModelConfig, cache_dir: str | os.PathLike, build: bool 
     if (target / MARKER).exists() or not build:
         return target
     tokenizer = load_tokenizer(cfg, cache_dir)
-    tmp = _atomic_dir(target)
-    try:
+    with atomic_dir(target) as tmp:
         write_shape_model(cfg, tokenizer, tmp, device="cuda" if torch.cuda.is_available() else "cpu")
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # a failed write (a full disk, SIGTERM) leaves nothing behind
-        raise
-    _publish(tmp, target)
     return target
 
 
@@ -306,10 +307,7 @@ def _load_scalar_head(auto_cls, cfg: ModelConfig, cache_dir, device: torch.devic
 
 
 def save_model(model, tokenizer, target: Path) -> None:
-    """Save a Hugging Face model directory atomically (crash-safe)."""
-    tmp = _atomic_dir(target)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(tmp, target)
+    """Save a Hugging Face model directory atomically (crash-safe; a failed write leaves no temporary folder)."""
+    with atomic_dir(target, replace_existing=True) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)

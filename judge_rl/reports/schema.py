@@ -221,11 +221,16 @@ def new_results(job: str, run_dir: Path, overrides: Sequence[str] | None = None)
 
 
 def write_results(run_dir: Path, doc: dict[str, Any]) -> Path:
-    """Write `results.json` atomically (a crash never leaves half a file for a report to misread)."""
+    """Write `results.json` atomically (a crash never leaves half a file for a report to misread, a failed write no
+    temporary file)."""
     path = Path(run_dir) / RESULTS_FILE
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, default=_jsonable))
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(doc, indent=2, default=_jsonable))
+        tmp.replace(path)
+    except BaseException:  # a failed write (a full disk) leaves the last whole results.json and no .tmp
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

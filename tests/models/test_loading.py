@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -65,3 +67,26 @@ def test_a_model_that_trains_in_bfloat16_keeps_float32_weights_and_computes_in_b
     plain = load_model(TINY, CACHE_DIR, cpu, seed=0, train=True)
     forward = plain.forward
     assert mixed_precision(plain, "float32", cpu).forward == forward
+
+
+def test_a_failed_save_leaves_the_last_whole_model_and_no_temporary_folder(tmp_path, monkeypatch):
+    """A full disk mid-save (issue 55): the half-written `.model-*` sibling is removed and the model saved before is
+    still there, whole."""
+    from judge_rl.models.loading import save_model
+
+    model = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=3)
+    tok = load_tokenizer(TINY, CACHE_DIR)
+    target = tmp_path / "global_step_1" / "model"
+    save_model(model, tok, target)
+    before = sorted(p.name for p in target.iterdir())
+
+    def disk_full(self, directory, *args, **kwargs):
+        (Path(directory) / "model.safetensors").write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(model), "save_pretrained", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        save_model(model, tok, target)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["model"]  # no .model-* left
+    assert sorted(p.name for p in target.iterdir()) == before
+    assert (target / "model.safetensors").stat().st_size > 1000

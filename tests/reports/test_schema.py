@@ -97,3 +97,23 @@ def test_the_points_of_a_sweep_share_a_wandb_group_and_job_type():
     assert wandb_run_labels(LoggerConfig(group="mine"), sweep)["group"] == "mine"
     single = wandb_run_labels(LoggerConfig(), {"multirun": False, "sweep_dir": None, "overrides": []})
     assert single == {"group": None, "job_type": "run", "swept": {}}
+
+
+def test_a_failed_results_write_leaves_the_last_whole_file_and_no_tmp(tmp_path, monkeypatch):
+    """A full disk while writing results.json (issue 55): results.json.tmp is removed, the last whole results.json
+    stays."""
+    import pathlib
+
+    write_results(tmp_path, {"schema": 1, "wall_s": 1.0})
+    real = pathlib.Path.write_text
+
+    def disk_full(self, text, *args, **kwargs):
+        real(self, text[:10], *args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        write_results(tmp_path, {"schema": 1, "wall_s": 2.0})
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+    assert json.loads((tmp_path / "results.json").read_text())["wall_s"] == 1.0
