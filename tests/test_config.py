@@ -3,6 +3,8 @@ checked before any model loads, with the key named."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hydra import compose, initialize_config_dir
 
@@ -132,3 +134,15 @@ def test_cluster_local_gpu_sizes_micro_batches_for_a_gpu_and_is_refused_where_no
         with pytest.raises(ValueError, match=r"^cluster=local_gpu \(cluster.device=cuda\): no CUDA device is visible"):
             run_job(job_cfg, tmp_path, job_reward(job_cfg))
         assert not any(tmp_path.iterdir())  # nothing was written: it stopped first
+
+
+@pytest.mark.parametrize("path, message", [
+    ("{tmp}", r"^benchmark.path={tmp}: a directory; expected a data file"),
+    ("{tmp}/missing.jsonl", r"^benchmark.path={tmp}/missing.jsonl: no such file$"),
+])  # fmt: skip
+def test_eval_app_checks_the_benchmark_path_before_the_judge_is_built(tmp_path, path, message):
+    """Issue 55: a directory or a missing file was found only after the judge model was built, named as a file."""
+    path, message = path.format(tmp=tmp_path), message.format(tmp=re.escape(str(tmp_path)))
+    with pytest.raises(ValueError, match=message):
+        eval_job("benchmark=preference", f"benchmark.path={path}")
+    eval_job("benchmark=rewardbench")  # a hub dataset name passes: it is fetched, not checked here

@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from judge_rl.data.loaders import is_missing_local_file
 from judge_rl.config import (EVAL_NEUTRAL_KEYS, EVAL_RANGES, EvalJobConfig, check_device, check_ranges, typed_config,
                              validate_model)
 from judge_rl.evaluation.benchmarks import BENCHMARKS, get_benchmark
@@ -61,12 +62,25 @@ def validate_eval(job: EvalJobConfig) -> Reward:
     if job.server.name == "scalar" and job.judge.checkpoint is None:
         raise ValueError("server=scalar needs judge.checkpoint=<a reward model directory, e.g. <bt run_dir>/bt_model>")
     check_ranges(job, EVAL_RANGES)
+    check_benchmark_path(job.benchmark.path)
     validate_model(job.model, job.judge.checkpoint)
     check_device(job.server.device, "server.device")
     reward = build_reward(job.reward.name, **job.reward.weights)
     if job.judge.prompt is not None:
         get_prompt(job.judge.prompt)  # an unknown prompt fails here, with the known ones
     return reward
+
+
+def check_benchmark_path(path: str | None) -> None:
+    """`benchmark.path` is a data file or a hub dataset name, checked before the judge is built (minutes with the
+    default model): a directory or a missing local file fails in one line naming the key."""
+    if not path:
+        return
+    if Path(path).expanduser().is_dir():
+        raise ValueError(f"benchmark.path={path}: a directory; expected a data file (.json, .jsonl, .json(l).gz, "
+                         ".parquet) or a hub dataset name")
+    if is_missing_local_file(str(Path(path).expanduser())) and is_missing_local_file(path):
+        raise ValueError(f"benchmark.path={path}: no such file")
 
 
 def run_eval(cfg: DictConfig) -> dict[str, Any]:
