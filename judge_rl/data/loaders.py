@@ -51,6 +51,7 @@ class LoadedPairs(Sequence[PreferencePair]):
 
     pairs: list[PreferencePair]
     skipped: list[str] = field(default_factory=list)
+    per_source: dict[str, int] = field(default_factory=dict)  # a mixing loader's pairs per set (real_pairs)
 
     @overload
     def __getitem__(self, index: int) -> PreferencePair: ...

@@ -110,7 +110,9 @@ def load_real_pairs(
     synthetic loader's `n`, so `debug=tiny` shrinks these too; None: all) and at most `limit`.
     `test_percent`: the share of each set's prompts on the test side. `traces`: label traces (label_traces) for the
     SFT init. Pair ids and sources are the files' ("llmbar/natural-17"); `meta` adds set, prompt key and split.
-    Skipped: the files' malformed rows (`on_error`) and the training pairs whose prompt an EVAL_ONLY set holds."""
+    Skipped: the files' malformed rows (`on_error`), the training pairs whose prompt an EVAL_ONLY set holds, and a
+    pair repeated within a set (same prompt and responses). A set whose file holds no pairs, or that gives none on
+    `split`, fails naming it. `per_source` counts each set's pairs (results.json's data.splits)."""
     if split not in SPLITS:
         raise ValueError(f"real_pairs: split must be one of {', '.join(SPLITS)}, got {split!r}")
     if not 0 <= test_percent <= 100:
@@ -129,6 +131,8 @@ def load_real_pairs(
     loaded: dict[str, list[PreferencePair]] = {}
     for name, (loader, path) in files.items():
         read = load_dataset_pairs(loader, path=path, on_error=on_error)
+        if not read.pairs:  # an empty or wholly malformed file would contribute nothing without a word
+            raise ValueError(f"real_pairs: {name}: {path} holds no pairs ({len(read.skipped)} malformed rows skipped)")
         if name in EVAL_ONLY:
             held |= {prompt_key(pair) for pair in read}
         if name in sets:
@@ -137,6 +141,7 @@ def load_real_pairs(
     chosen: dict[str, list[PreferencePair]] = {}
     for name in sets:
         kept = []
+        seen: dict[tuple[str, frozenset[str]], str] = {}  # a pair's prompt and its two responses -> its first id
         for pair in loaded[name]:
             key = prompt_key(pair)
             side = "test" if name in EVAL_ONLY else split_of(name, key, test_percent)
@@ -145,10 +150,17 @@ def load_real_pairs(
             if split == "train" and key in held:
                 skipped.append(f"{pair.pair_id}: its prompt is in a set kept for evaluation ({', '.join(EVAL_ONLY)})")
                 continue
+            same = (key, frozenset((pair.chosen.strip(), pair.rejected.strip())))
+            if same in seen:  # a repeated pair would count twice in training and in a held-out score
+                skipped.append(f"{pair.pair_id}: duplicate of {seen[same]} (same prompt and responses)")
+                continue
+            seen[same] = pair.pair_id
             digest = hashlib.sha256(key.encode()).hexdigest()[:12]
             kept.append(replace(pair, meta={**pair.meta, "set": name, "prompt_key": digest, "split": split}))
             if per_set is not None and len(kept) >= per_set:
                 break
+        if not kept:
+            raise ValueError(f"real_pairs: {name} gives no {split} pairs (test_percent={test_percent})")
         chosen[name] = kept
     mixed = [pair for group in zip_longest(*chosen.values()) for pair in group if pair is not None]
     for cap in (n, limit):
@@ -156,7 +168,8 @@ def load_real_pairs(
             mixed = mixed[:cap]
     if traces:
         mixed = [pair if pair.traces else replace(pair, traces=label_traces(pair)) for pair in mixed]
-    return LoadedPairs(mixed, skipped)
+    per_set_counts = {name: sum(pair.meta["set"] == name for pair in mixed) for name in sets}
+    return LoadedPairs(mixed, skipped, per_source=per_set_counts)
 
 
 FILES_READ["real_pairs"] = lambda kwargs: [Path(str(kwargs["data_dir"])) / REAL_SETS[name][1]

@@ -63,6 +63,8 @@ def load_spec(spec, key: str, counts: dict[str, dict] | None = None) -> list[Pre
         raise ValueError(f"{key} ({spec.loader}, {spec.kwargs}) gave no pairs")
     if counts is not None:
         counts[key] = {"pairs_loaded": len(pairs), "skipped_rows": len(skipped), "skipped": [str(x) for x in skipped[:20]]}
+        if getattr(pairs, "per_source", None):
+            counts[key]["per_set"] = dict(pairs.per_source)
     return list(pairs)
 
 

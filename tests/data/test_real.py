@@ -37,7 +37,11 @@ def test_no_prompt_is_on_both_sides_and_the_split_is_every_pair_of_the_trained_s
     readable = {name: len(load_dataset_pairs(REAL_SETS[name][0], path=DATA / REAL_SETS[name][1], on_error="skip"))
                 for name in TRAINED}  # fmt: skip
     left_out = [line for line in train.skipped if "kept for evaluation" in line]
-    assert len(train) + len(test) + len(left_out) == sum(readable.values())
+    # and a pair repeated within a set (same prompt and responses) is kept once, its repeats counted
+    duplicates = [line for pairs in (train, test) for line in pairs.skipped if "duplicate of" in line]
+    assert len(duplicates) == 5 and sum("duplicate of" in line for line in train.skipped) == 3
+    assert len(train) + len(test) + len(left_out) + len(duplicates) == sum(readable.values())
+    assert train.per_source == Counter(p.meta["set"] for p in train) and set(train.per_source) == set(TRAINED)
     assert all(line.startswith("llmbar/mt-bench-human-") for line in left_out) and len(left_out) == 4
     for name, count in readable.items():  # ~20% of each set's prompts held out
         share = sum(p.meta["set"] == name for p in test) / count
@@ -117,3 +121,21 @@ def test_a_benchmark_that_reads_a_training_file_is_refused_before_anything_loads
         to_job_config(compose_config(["data=hh_rlhf", "eval.benchmarks=[hh_rlhf]", "run_dir=/tmp/unused"]))
     job = to_job_config(compose_config(["data=real_pairs", "eval.benchmarks=[llmbar_natural,faireval]", "run_dir=/tmp/unused"]))
     assert job.eval.benchmarks == ["llmbar_natural", "faireval"]
+
+
+@requires_data
+def test_a_set_that_contributes_nothing_fails_naming_it(tmp_path):
+    """Issue 55: an empty file of one set gave 0 pairs with no message and no count."""
+    for name in TRAINED:
+        target = tmp_path / REAL_SETS[name][1]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((DATA / REAL_SETS[name][1]).read_bytes())
+    for name in EVAL_ONLY:
+        target = tmp_path / REAL_SETS[name][1]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((DATA / REAL_SETS[name][1]).read_bytes())
+    (tmp_path / REAL_SETS["llmbar/llmeval2"][1]).write_bytes(b"")
+    with pytest.raises(ValueError, match=r"real_pairs: llmbar/llmeval2: .*llmeval2.* holds no pairs"):
+        load_dataset_pairs("real_pairs", data_dir=tmp_path, sets=TRAINED, split="train")
+    with pytest.raises(ValueError, match=r"real_pairs: llmbar/mt-bench-human gives no test pairs \(test_percent=0\)"):
+        _load("test", sets=["llmbar/mt-bench-human"], test_percent=0)
