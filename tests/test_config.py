@@ -146,3 +146,12 @@ def test_eval_app_checks_the_benchmark_path_before_the_judge_is_built(tmp_path, 
     with pytest.raises(ValueError, match=message):
         eval_job("benchmark=preference", f"benchmark.path={path}")
     eval_job("benchmark=rewardbench")  # a hub dataset name passes: it is fetched, not checked here
+
+
+@pytest.mark.parametrize("debug", ["tiny", "cpu"])
+def test_a_debug_option_shrinks_sizes_and_never_changes_which_stages_a_point_runs(debug):
+    """Issue 55: debug=tiny set the default stages after judge_ladder=, so the `untrained` rung (stages [eval_base])
+    was trained in a smoke run and the policy sweep that reads its base evaluation failed."""
+    assert job("judge_ladder=untrained", f"debug={debug}").stages == ["eval_base"]
+    assert job("stages=[rl,eval_rl]", f"debug={debug}").stages == ["rl", "eval_rl"]
+    assert job(f"debug={debug}").stages == ["sft", "eval_sft", "rl", "eval_rl"]  # the default, as without debug
