@@ -116,3 +116,34 @@ def test_a_subset_every_k_steps_and_the_last_and_a_resumed_run_reuses_its_judgme
     assert [m["step"] for m in again] == [1, 2, 3]
     assert {k: v for k, v in again[2].items() if k.startswith("val/")} == {k: v for k, v in first[2].items() if k.startswith("val/")}
     assert again[2]["critic/score/mean"] == first[2]["critic/score/mean"]
+
+
+def test_a_lost_or_damaged_newest_checkpoint_resumes_from_the_newest_intact_one(tmp_path, capsys):
+    """Issue 55: with the newest checkpoint's folder gone but the marker still naming it, the re-run restarted from
+    step 0 without a word although global_step_1 was intact; a missing weights file was a one-line error with no
+    fallback. Now both say so and resume from the newest intact checkpoint."""
+    import shutil
+
+    from judge_rl.backends.local.loop import checkpoint_problem, latest_checkpoint
+
+    overrides = ("trainer.total_steps=2", "trainer.save_every=1", "trainer.keep_checkpoints=3")
+    rl_run(tmp_path, *overrides)
+    ckpt = tmp_path / "checkpoints"
+    assert latest_checkpoint(ckpt)[0] == 2 and checkpoint_problem(ckpt / "global_step_1") is None
+
+    # the newest folder gone, the marker still naming it
+    shutil.rmtree(tmp_path / "rl_model")
+    shutil.rmtree(ckpt / "global_step_2")
+    notes: list[str] = []
+    assert latest_checkpoint(ckpt, notes) == (1, ckpt / "global_step_1")
+    assert notes == [f"{ckpt / 'global_step_2'} is missing"]
+    resumed = rl_run(tmp_path, *overrides)
+    assert resumed["training"]["rl"]["resumed_from"] == 1 and [m["step"] for m in metrics_of(tmp_path)] == [1, 2]
+    assert "global_step_2 is missing; resuming from the newest intact one, global_step_1" in capsys.readouterr().out
+
+    # the newest one torn: its weights file lost (a full disk)
+    shutil.rmtree(tmp_path / "rl_model")
+    (ckpt / "global_step_2" / "model" / "model.safetensors").unlink()
+    notes = []
+    assert latest_checkpoint(ckpt, notes)[0] == 1 and notes == [f"{ckpt / 'global_step_2'} is damaged (no model weights)"]
+    assert rl_run(tmp_path, *overrides)["training"]["rl"]["resumed_from"] == 1

@@ -59,13 +59,33 @@ def step_items(items: Sequence[JudgeItem], step: int, per_step: int, seed: int) 
     return out
 
 
-def latest_checkpoint(ckpt_root: Path) -> tuple[int, Path] | None:
+def checkpoint_problem(path: Path) -> str | None:
+    """What keeps `global_step_<k>/` from being resumed (None: intact): save_checkpoint writes its models, the trainer
+    state and last trainer_state.json, so a crash or a full disk mid-write, or a folder removed, leaves one of them out."""
+    if not path.is_dir():
+        return "missing"
+    needed = ["trainer_state.json", "trainer_state.pt", "model/config.json"]
+    missing = [n for n in needed if not (path / n).is_file()]
+    if not any((path / "model" / w).is_file() for w in ("model.safetensors", "model.safetensors.index.json")):
+        missing.append("model weights")
+    return f"no {', '.join(missing)}" if missing else None
+
+
+def latest_checkpoint(ckpt_root: Path, notes: list[str] | None = None) -> tuple[int, Path] | None:
+    """The newest checkpoint a run can resume from: the one `latest_checkpointed_iteration.txt` names, or where that
+    one is missing or damaged, the newest intact `global_step_<k>/` (said in `notes`); None: nothing to resume."""
     marker = ckpt_root / LATEST
-    if not marker.exists():
-        return None
-    step = int(marker.read_text().strip())
-    path = ckpt_root / f"global_step_{step}"
-    return (step, path) if (path / "trainer_state.json").exists() else None
+    named = int(marker.read_text().strip()) if marker.exists() and marker.read_text().strip().isdigit() else None
+    steps = sorted({int(p.name.rsplit("_", 1)[1]) for p in ckpt_root.glob("global_step_*") if p.name.rsplit("_", 1)[1].isdigit()}
+                   | ({named} if named is not None else set()), reverse=True)  # fmt: skip
+    for step in steps:
+        path = ckpt_root / f"global_step_{step}"
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return step, path
+        if notes is not None and (named is None or step <= named):
+            notes.append(f"{path} is {problem if problem == 'missing' else 'damaged (' + problem + ')'}")
+    return None
 
 
 def checkpoint_metrics(path: Path) -> list[dict[str, Any]]:
@@ -181,7 +201,11 @@ def run_local_loop(
     device = resolve_device(job.cluster.device)
     tokenizer = load_tokenizer(job.model, job.cache_dir)
     start = 0
-    found = latest_checkpoint(ckpt_root)
+    notes: list[str] = []
+    found = latest_checkpoint(ckpt_root, notes)
+    for note in notes:  # a newest checkpoint lost or torn: resume from the newest intact one, and say so
+        console.print(f"[yellow]rl: {note}; " + (f"resuming from the newest intact one, {found[1].name}" if found else
+                      "no intact checkpoint is left: starting from step 0") + "[/yellow]", soft_wrap=True)
     policy_source = init_model
     if found:
         start, path = found
