@@ -57,7 +57,8 @@ def run_job(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     backend, `--dry-run`) the verl command and config it would launch."""
     plan = planned_memory(job)
     if job.dry_run and job.cluster.backend != "verl":
-        console.print(plan.table() if plan else "memory plan: the model's architecture is not declared (model.arch)",
+        console.print(plan.table() if plan else f"memory plan: none (the local backend plans online RL; algorithm="
+                      f"{job.algorithm.name} with model={job.model.name}: an offline method, or model.arch not declared)",
                       markup=False, highlight=False)
         return {"run_dir": str(run_dir), "memory_plan": plan_record(plan)}
     if job.dry_run:
