@@ -158,13 +158,4 @@ step_verl_resume() {
 }
 for s in "${ORDER[@]}"; do "step_$s"; done
 
-trap - EXIT
-if [ -n "$GPU_STEPS_PLAN" ]; then
-  rm -rf "$WORK"
-  echo "plan: deadline ${BUDGET}s, reserve ${RESERVE}s, a step with under ${MIN_STEP}s left is skipped"
-  exit 0
-fi
-pack
-echo
-cat "$KEEP/summary.txt"
-echo "total $(($(date +%s) - START)) s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+finish_steps

@@ -126,3 +126,18 @@ for name in ("smollm2-135m", "tiny-random"):
     path = converted_gguf_dir(cfg, cache) if cfg.source == "gguf_package" else tokenizer_dir(cfg, cache)
     print(f"{name}: {path} ({time.perf_counter() - t:.1f} s)")
 '
+
+# finish_steps: the end of a kit_setup script once its steps ran: under GPU_STEPS_PLAN the plan's closing line (and the
+# throwaway WORK removed); else the summary and tarball packed a last time (the script's `pack`) and printed.
+finish_steps() {
+  trap - EXIT
+  if [ -n "${GPU_STEPS_PLAN:-}" ]; then
+    rm -rf "$WORK"
+    echo "plan: deadline ${BUDGET}s, reserve ${RESERVE}s, a step with under ${MIN_STEP}s left is skipped"
+    exit 0
+  fi
+  pack
+  echo
+  cat "$KEEP/summary.txt"
+  echo "total $(($(date +%s) - START)) s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+}

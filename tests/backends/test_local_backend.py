@@ -125,29 +125,34 @@ def test_a_bfloat16_policy_update_lands_even_below_bfloat16_resolution():
     assert changed_share(load_model(cfg, CACHE_DIR, cpu, seed=0)) < 0.2  # pure bf16: the update is lost
 
 
+def _length_score(data_source, solution_str, ground_truth, extra_info=None):
+    return {"score": float(len(solution_str) % 7), "parse_error": ""}
+
+
+def _update_delta(backend: LocalBackend, policy) -> torch.Tensor:
+    """How far one update on two pairs' rollouts moves the policy's parameters, with plain SGD at lr 1: the parameters
+    move by exactly the accumulated gradient (Adam would divide a ~0 gradient by its own magnitude and turn float
+    summation order into visible differences)."""
+    backend.optimizer = torch.optim.SGD(policy.parameters(), lr=1.0)
+    before = torch.cat([p.detach().flatten() for p in policy.parameters()])
+    torch.manual_seed(1)
+    rollouts = backend.rollout([JudgeItem(_pair(1), "a"), JudgeItem(_pair(2), "b")])
+    backend.update(rollouts, {})
+    return torch.cat([p.detach().flatten() for p in policy.parameters()]) - before
+
+
 def test_micro_batching_gives_the_same_update_as_one_batch():
     """verl's global_batch_info aggregation: 4 micro-batches of 2 == 1 micro-batch of 8."""
     tok = load_tokenizer(TINY, CACHE_DIR)
     prompt = get_prompt("strength")
-
-    def score_fn(data_source, solution_str, ground_truth, extra_info=None):
-        return {"score": float(len(solution_str) % 7), "parse_error": ""}
-
     results = []
     for micro in (2, 8):
         torch.manual_seed(0)
         policy = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
         reference = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
         backend = LocalBackend(policy, reference, tok, AlgorithmConfig(lr=1e-3, rollout_n=4, ppo_micro_batch_size=micro),
-                             TrainerConfig(max_new_tokens=8), prompt.messages, score_fn)
-        # plain SGD with lr 1: the parameters move by exactly the accumulated gradient (Adam would divide a
-        # ~0 gradient by its own magnitude and turn float summation order into visible differences)
-        backend.optimizer = torch.optim.SGD(policy.parameters(), lr=1.0)
-        before = torch.cat([p.detach().flatten() for p in policy.parameters()])
-        torch.manual_seed(1)
-        rollouts = backend.rollout([JudgeItem(_pair(1), "a"), JudgeItem(_pair(2), "b")])
-        backend.update(rollouts, {})
-        results.append(torch.cat([p.detach().flatten() for p in policy.parameters()]) - before)
+                             TrainerConfig(max_new_tokens=8), prompt.messages, _length_score)
+        results.append(_update_delta(backend, policy))
     assert results[0].abs().max() > 1e-4  # the update did something
     torch.testing.assert_close(results[0], results[1], atol=1e-6, rtol=1e-4)
 
@@ -160,10 +165,6 @@ def test_gradient_checkpointing_gives_the_same_update():
 
     tok = load_tokenizer(TINY, CACHE_DIR)
     prompt = get_prompt("strength")
-
-    def score_fn(data_source, solution_str, ground_truth, extra_info=None):
-        return {"score": float(len(solution_str) % 7), "parse_error": ""}
-
     results = []
     for gc in (False, True):
         torch.manual_seed(0)
@@ -171,15 +172,10 @@ def test_gradient_checkpointing_gives_the_same_update():
         policy = checkpointed(load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0, train=True), trainer)
         reference = load_model(TINY, CACHE_DIR, torch.device("cpu"), seed=0)
         backend = LocalBackend(policy, reference, tok, AlgorithmConfig(lr=1e-3, rollout_n=4, ppo_micro_batch_size=4),
-                               trainer, prompt.messages, score_fn)
+                               trainer, prompt.messages, _length_score)
         assert backend.logprob_pass.__name__ == ("response_log_probs" if gc else "shared_prefix_log_probs")
         assert policy.model.gradient_checkpointing is gc
-        backend.optimizer = torch.optim.SGD(policy.parameters(), lr=1.0)
-        before = torch.cat([p.detach().flatten() for p in policy.parameters()])
-        torch.manual_seed(1)
-        rollouts = backend.rollout([JudgeItem(_pair(1), "a"), JudgeItem(_pair(2), "b")])
-        backend.update(rollouts, {})
-        results.append(torch.cat([p.detach().flatten() for p in policy.parameters()]) - before)
+        results.append(_update_delta(backend, policy))
     assert results[0].abs().max() > 1e-4
     torch.testing.assert_close(results[0], results[1], atol=1e-6, rtol=1e-4)
 
