@@ -302,6 +302,19 @@ def local_plan(job: Any, rollout_engine: str) -> Optional[MemoryPlan]:
     return make_plan(p, "local", device, capacity, source, fixes)
 
 
+def job_plan(job: Any) -> Optional[MemoryPlan]:
+    """The local backend's plan of an online-RL job, the main or the policy job, with the rollout engine it will use;
+    None for a verl job (planned from its translated config at launch), an offline method, or an architecture not
+    declared."""
+    from judge_rl.backends.algorithm import AlgorithmConfig
+    from judge_rl.rollouts.samplers import resolve_rollout_engine
+
+    if job.cluster.backend != "local" or not isinstance(job.algorithm, AlgorithmConfig):
+        return None
+    device = planned_device(job.cluster)
+    return local_plan(job, resolve_rollout_engine(job.trainer.rollout_engine, device, job.model.source))
+
+
 def verl_plan(cfg: Any, arch: ArchConfig, dtype: str, gpu_memory_gib: Optional[float]) -> MemoryPlan:
     """verl's plan per GPU from its translated `ppo_trainer` config (judge_rl/backends/verl/translate.py)."""
     from omegaconf import OmegaConf

@@ -50,21 +50,17 @@ from judge_rl.policy.ifeval_run import evaluate_policy, heldout_task_prompts, if
 from judge_rl.policy.verl.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
 from judge_rl.reports.ifeval_stats import OFFICIAL, SUITE_DIRS, ifeval_gain
+from judge_rl.backends.memory import check_plan, job_plan
 from judge_rl.models.shape import model_record
-from judge_rl.rollouts.samplers import resolve_rollout_engine
 from judge_rl.reports.schema import new_results, write_results
 from judge_rl.rundir import claim_run_dir, run_wall_s
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     job = to_policy_config(cfg)
-    if job.cluster.backend == "local":  # the policy's own memory against this device (its judge serves elsewhere)
-        from judge_rl.backends.memory import check_plan, local_plan, planned_device
-
-        device = planned_device(job.cluster)
-        plan = local_plan(job, resolve_rollout_engine(job.trainer.rollout_engine, device, job.model.source))
-        if plan is not None:
-            check_plan(plan)
+    plan = job_plan(job)  # the policy's own memory against this device (a judge it serves runs elsewhere)
+    if plan is not None:
+        check_plan(plan)
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=POLICY_NEUTRAL_KEYS, console=console) as run_dir:
         return run_policy_job(job, run_dir)
 

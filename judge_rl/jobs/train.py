@@ -23,8 +23,7 @@ from judge_rl.recipes.stages import eval_engine
 from judge_rl.rollouts.samplers import resolve_rollout_engine
 from judge_rl.updates.batch import resolve_logprob_pass
 from judge_rl.backends import check_cluster
-from judge_rl.backends.algorithm import AlgorithmConfig
-from judge_rl.backends.memory import check_plan, local_plan, plan_record, planned_device
+from judge_rl.backends.memory import check_plan, job_plan, plan_record
 from judge_rl.config import (
     JOB_RANGES,
     NEUTRAL_KEYS,
@@ -55,7 +54,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def run_job(job: JobConfig, run_dir: Path, reward: Reward) -> dict[str, Any]:
     """A validated config in a claimed run directory, with its reward (`checked_job`): its recipe, or (verl
     backend, `--dry-run`) the verl command and config it would launch."""
-    plan = planned_memory(job)
+    plan = job_plan(job)
     if job.dry_run and job.cluster.backend != "verl":
         console.print(plan.table() if plan else f"memory plan: none (the local backend plans online RL; algorithm="
                       f"{job.algorithm.name} with model={job.model.name}: an offline method, or model.arch not declared)",
@@ -156,18 +155,9 @@ def check_memory(job: JobConfig) -> None:
     """The local backend's memory plan against this machine's device (a machine check, like check_local_machine: a
     config composes and validates anywhere), before the run directory is claimed or any model loads; a dry run prints
     the plan instead. verl jobs are planned from their translated config at launch (judge_rl/backends/verl/launch.py)."""
-    plan = planned_memory(job)
+    plan = job_plan(job)
     if plan is not None and not job.dry_run:
         check_plan(plan)
-
-
-def planned_memory(job: JobConfig):
-    """The local backend's memory plan of an online-RL job (judge_rl/backends/memory.py); None for a verl job (planned
-    from its translated config at launch), an offline method, or a model whose architecture is not declared."""
-    if job.cluster.backend != "local" or not isinstance(job.algorithm, AlgorithmConfig):
-        return None
-    device = planned_device(job.cluster)
-    return local_plan(job, resolve_rollout_engine(job.trainer.rollout_engine, device, job.model.source))
 
 
 def check_benchmarks_held_out(job: JobConfig) -> None:
