@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -47,8 +48,11 @@ def test_impossible_combination_fails_before_training():
         to_job_config(compose_config(["run_dir=/tmp/x", "+reward.weights.strenght_weight=1"]))
 
 
-def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path):
+def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path, capsys):
     results = run(compose_config([*TINY_RUN, f"run_dir={tmp_path}"]))
+    # after RL's first step, how long the rest of the job will take: the other step, then the RL judge's evaluation
+    assert re.search(r"^rl: step 1 of 2 took .*; the rest ~.* \(1 step ~.*, evaluating the RL judge ~", capsys.readouterr().out,
+                     re.M)
     for stage in ("base", "sft", "rl"):
         summary = json.loads((tmp_path / "eval" / stage / "summary.json").read_text())
         assert summary["overall"]["n_pairs"] == 4

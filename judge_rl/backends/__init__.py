@@ -89,6 +89,8 @@ class RLTask:
     init_model   the checkpoint RL starts from (None: the job's model)
     eval_fn, eval_at, describe   local backend: the live held-out evaluation `eval_fn(policy, step)`, the steps it
                  runs after (`eval_at(step, total)`), the console line of a step (None: the judge's)
+    forecast     local backend: `forecast(step)`, the (what, seconds) of the job's work after the steps, for the line
+                 of how long the rest will take printed after the first step (None: the steps alone)
 A task that means something else on verl than locally says so from `verl_task` (VerlTranslationError)."""
 
     reward_name: str
@@ -99,6 +101,7 @@ A task that means something else on verl than locally says so from `verl_task` (
     eval_fn: Callable[[Any, int], dict[str, float]] | None = None
     eval_at: Callable[[int, int], bool] | None = None
     describe: Callable[[int, int, dict[str, float]], str] | None = None
+    forecast: Callable[[int], list[tuple[str, float]]] | None = None
 
 
 @dataclass

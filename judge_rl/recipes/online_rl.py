@@ -10,7 +10,7 @@ REINFORCE++ / RLOO with a rule reward, on the local backend or on verl.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from judge_rl.backends import RLTask, train_online
 from judge_rl.backends.algorithm import RL_RANGES, AlgorithmConfig, check_online_algorithm
@@ -18,7 +18,7 @@ from judge_rl.backends.local.loop import eval_due
 from judge_rl.config import JobConfig, check_ranges
 from judge_rl.prompts import get_prompt
 from judge_rl.recipes import register_recipe
-from judge_rl.recipes.stages import compare, evaluate, live_evaluator, report, setup, sft_init
+from judge_rl.recipes.stages import Run, compare, evaluate, live_eval_pairs, live_evaluator, report, setup, sft_init
 from judge_rl.reports.console import console
 from judge_rl.reports.summary import reward_summary
 from judge_rl.rewards import Reward
@@ -75,7 +75,29 @@ def judge_rl_task(job: JobConfig, reward: Reward, run: Any = None, init_model: P
         init_model=init_model,
         eval_fn=eval_live,
         eval_at=(lambda step, total: eval_due(step, total, every)) if eval_live is not None else None,
+        forecast=work_after_rl(run, eval_live is not None) if run is not None else None,
     )  # fmt: skip
+
+
+def work_after_rl(run: Run, live: bool) -> Callable[[int], list[tuple[str, float]]]:
+    """For the forecast printed after RL's first step (the local backend): the live held-out evaluations still due
+    after step `step` and the RL judge's evaluation, each at the pace of the last evaluation that judged afresh (the
+    SFT init's, or the base model's); nothing where none did (a resumed run that reused its judgments)."""
+    job = run.job
+
+    def then(step: int) -> list[tuple[str, float]]:
+        if run.eval_pace is None:
+            return []
+        per_pair, benchmarks = run.eval_pace
+        total, out = job.trainer.total_steps, []
+        due = sum(eval_due(s, total, job.trainer.eval_every) for s in range(step + 1, total + 1)) if live else 0
+        if due:
+            out.append((f"{due} live evaluations", due * per_pair * len(live_eval_pairs(run))))
+        if "eval_rl" in job.stages:
+            out.append(("evaluating the RL judge", per_pair * len(run.eval_pairs) + benchmarks))
+        return out
+
+    return then
 
 
 @register_recipe("online_rl", config=AlgorithmConfig, validate=validate_online_rl)

@@ -174,6 +174,9 @@ class Run:
     bench_evals: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     held_out: dict[str, list[dict]] = field(default_factory=dict)
     withheld: list[str] = field(default_factory=list)
+    # the pace of the last evaluation that judged every pair afresh (held-out seconds per pair, benchmarks' seconds):
+    # the forecast printed after RL's first step (recipes/online_rl.py) times the evaluations still to come with it
+    eval_pace: tuple[float, float] | None = None
 
     def save(self) -> None:
         write_results(self.run_dir, self.results)
@@ -321,6 +324,8 @@ def _evaluate_with(run: Run, stage: str, label: str, server) -> None:
         entry["benchmarks"][spec.name] = evaluation_entry(summary, read_records(bench_dir / "judgments.jsonl").values())
         run.logger.summary({f"eval/{stage}/{spec.name}/{k}": v for k, v in entry_scalars(entry["benchmarks"][spec.name]).items()})
         run.bench_evals.setdefault(spec.name, {})[label] = summary["harness"]["overall"]
+    if out["reused"] == 0 and run.eval_pairs:
+        run.eval_pace = (out["seconds"] / len(run.eval_pairs), time.perf_counter() - t - out["seconds"])
     run.save()
 
 

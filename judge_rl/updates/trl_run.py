@@ -83,7 +83,7 @@ def train(trainer, work: Path, name: str, total_steps: int) -> dict[str, float]:
     and the last logged value of every other metric the trainer reports (e.g. DPO's rewards/accuracies)."""
     t = time.perf_counter()
     trainer.remove_callback(PrinterCallback)  # its raw dicts, one a step: the bar says it, the summary keeps it
-    with progress_bar(name, total_steps, lines=8) as advance, stopping.deferred():
+    with progress_bar(name, total_steps, lines=8, forecast=True) as advance, stopping.deferred():
         trainer.add_callback(_Progress(advance))
         result = trainer.train(resume_from_checkpoint=True if any(work.glob("checkpoint-*")) else None)
     elapsed = time.perf_counter() - t

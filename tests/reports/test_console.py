@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from judge_rl.reports.console import progress_bar
+from judge_rl.reports.console import forecast_line, progress_bar
 
 
 def test_progress_lines_every_eighth_and_at_the_end_resumed_steps_not_in_the_rate(capsys):
@@ -25,3 +25,29 @@ def test_without_lines_nothing_is_printed(capsys):
         for _ in range(10):
             advance()
     assert capsys.readouterr().out == ""
+
+
+def test_after_the_first_step_of_this_process_one_forecast_line_with_the_work_that_follows(capsys):
+    calls = []
+
+    def then(step):
+        calls.append(step)
+        return [("evaluating the RL judge", 30.0)]
+
+    with progress_bar("rl", 10, forecast=then) as advance:
+        advance(3, done_before=True)  # resumed after step 3: the first step this process runs is step 4
+        for _ in range(7):
+            advance(1)
+    out = capsys.readouterr().out
+    assert calls == [4]  # once, after this process's first step
+    (line,) = re.findall(r"^rl: step 4 of 10 took .*$", out, re.M)
+    assert line.endswith("(6 steps ~0 s, evaluating the RL judge ~30 s)"), line
+
+
+def test_forecast_line_adds_the_steps_left_and_the_work_after_them(capsys):
+    line = forecast_line("rl", 1, 10, 50.0, [("evaluating the RL judge", 120.0)])
+    assert line == "rl: step 1 of 10 took 50 s; the rest ~9.5 min (9 steps ~7.5 min, evaluating the RL judge ~2.0 min)"
+    assert forecast_line("sft", 1, 16, 23.7) == "sft: step 1 of 16 took 24 s; the rest ~5.9 min"
+    with progress_bar("sft", 1, forecast=True) as advance:  # nothing is left after a one-step run: no line
+        advance(1)
+    assert "took" not in capsys.readouterr().out

@@ -153,7 +153,8 @@ def train_local(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResu
     if task.make_step is None:
         raise ValueError(f"reward={task.reward_name}: this task has no local step (it was built for a verl launch)")
     return run_local_loop(job, task.init_model, task.items, task.make_step, log, run_dir, eval_fn=task.eval_fn,
-                          eval_at=task.eval_at, describe=task.describe or judge_step_line)  # fmt: skip
+                          eval_at=task.eval_at, describe=task.describe or judge_step_line,
+                          forecast=task.forecast or True)  # fmt: skip
 
 
 def judge_step_line(step: int, total: int, metrics: dict[str, float]) -> str:
@@ -180,11 +181,13 @@ def run_local_loop(
     eval_fn: Callable[[Any, int], dict[str, float]] | None = None,
     eval_at: Callable[[int, int], bool] | None = None,
     describe: Callable[[int, int, dict[str, float]], str] = judge_step_line,
+    forecast: bool | Callable[[int], list[tuple[str, float]]] = True,
 ) -> RLResult:
     """The local backend's loop, for any backend `make_backend(policy, reference, tokenizer, critic)` builds
     (a judge's LocalBackend, the policy job's PolicyBackend): load the policy (and reference, critic) from
     `init_model` or the last checkpoint, run `backend.step(items of the step)` to `trainer.total_steps`,
-    evaluate the live policy where `eval_at(step, total)` says, log, checkpoint, save `rl_model/`."""
+    evaluate the live policy where `eval_at(step, total)` says, log, checkpoint, save `rl_model/`; after the first
+    step, say how long the rest will take (`forecast`: the work after the steps, reports/console.progress_bar)."""
     final_dir = run_dir / "rl_model"
     ckpt_root = run_dir / "checkpoints"
     # what this training starts from; a checkpoint or final model made from another init is never continued
@@ -234,13 +237,13 @@ def run_local_loop(
         console.print(f"[dim]rl: rollouts sampled by {engine} (trainer.rollout_engine={job.trainer.rollout_engine}), "
                       f"ready in {time.perf_counter() - t:.1f}s[/dim]")  # fmt: skip
     try:
-        return _train(job, backend, tokenizer, items, log, run_dir, found, origin, eval_fn, eval_at, describe)
+        return _train(job, backend, tokenizer, items, log, run_dir, found, origin, eval_fn, eval_at, describe, forecast)
     finally:
         backend.close()
 
 
 def _train(job: LaunchJob, backend: LocalBackend, tokenizer, items, log, run_dir: Path, found, origin, eval_fn, eval_at,
-           describe) -> RLResult:  # fmt: skip
+           describe, forecast) -> RLResult:  # fmt: skip
     """The steps of `run_local_loop`, from the checkpoint `found` (or the start) to `rl_model/`."""
     final_dir = run_dir / "rl_model"
     ckpt_root = run_dir / "checkpoints"
@@ -253,7 +256,7 @@ def _train(job: LaunchJob, backend: LocalBackend, tokenizer, items, log, run_dir
     result = RLResult(final_dir, resumed_from=start)
     total = job.trainer.total_steps
     rows = checkpoint_metrics(found[1]) if found else []  # every step's metrics row so far, saved with each checkpoint
-    with progress_bar("rl", total) as advance:
+    with progress_bar("rl", total, forecast=forecast) as advance:
         if start:
             advance(start, done_before=True)
         for step in range(start + 1, total + 1):
