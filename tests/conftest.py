@@ -104,13 +104,86 @@ def memory_gate(alone: bool, lock_dir: Path | None):
             fcntl.flock(gate, fcntl.LOCK_UN)
 
 
+def machine_used_gb() -> float:
+    """The machine's memory in use (MemTotal - MemAvailable, GB): what Ray's memory monitor compares with its
+    threshold (0.95 of MemTotal by default)."""
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return (int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])) / 1e6
+
+
+def machine_total_gb() -> float:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return int(info["MemTotal"].split()[0]) / 1e6
+
+
+@contextlib.contextmanager
+def peak_machine_memory(every_s: float = 0.5):
+    """Yields a dict whose "gb" is, at the end, the most memory the machine had in use while the block ran (sampled
+    every `every_s` by a thread: the engine tests' peaks last seconds)."""
+    import threading
+
+    peak, done = {"gb": machine_used_gb()}, threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every_s):
+            peak["gb"] = max(peak["gb"], machine_used_gb())
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+        peak["gb"] = max(peak["gb"], machine_used_gb())
+
+
+def is_engine_test(nodeid: str) -> bool:
+    return nodeid.removeprefix("tests/").startswith(ENGINE_TESTS)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Setup, call and teardown of each test inside memory_gate, under pytest-xdist (the `alone` mark:
-    pyproject.toml's markers)."""
-    with memory_gate(item.get_closest_marker("alone") is not None,
-                     GATE_DIR if os.environ.get("PYTEST_XDIST_WORKER") else None):
-        yield
+    pyproject.toml's markers). An engine test (ENGINE_TESTS, or `alone`) records the machine's peak memory in use
+    while it ran, beside what the other worker ran meanwhile: the session's last lines list them (engine_memory)."""
+    alone = item.get_closest_marker("alone") is not None
+    with memory_gate(alone, GATE_DIR if os.environ.get("PYTEST_XDIST_WORKER") else None):
+        if alone or is_engine_test(item.nodeid):
+            with peak_machine_memory() as peak:
+                yield
+            item.user_properties.append(("machine_peak_gb", round(peak["gb"], 2)))
+        else:
+            yield
+
+
+# Ray's memory monitor kills workers above this share of the machine's memory (RAY_memory_usage_threshold's default)
+RAY_MEMORY_THRESHOLD = 0.95
+# what an engine test must leave free below the machine's memory and below Ray's threshold (issue 54)
+ENGINE_MEMORY_MARGIN_GB = 3.0
+_ENGINE_PEAKS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Each engine test's peak machine memory (its user_properties, sent by pytest-xdist's workers too)."""
+    for key, value in getattr(report, "user_properties", ()):
+        if key == "machine_peak_gb":
+            _ENGINE_PEAKS[report.nodeid] = max(value, _ENGINE_PEAKS.get(report.nodeid, 0.0))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The engine tests' peak memory, highest first, against the machine and Ray's memory monitor: a CI log shows how
+    near each came (a failure that depends on the machine shows it)."""
+    if not _ENGINE_PEAKS:
+        return
+    total = machine_total_gb()
+    ray_at = RAY_MEMORY_THRESHOLD * total
+    terminalreporter.section("engine tests: the machine's peak memory in use while each ran")
+    terminalreporter.write_line(f"machine {total:.1f} GB; Ray's memory monitor at {RAY_MEMORY_THRESHOLD} = {ray_at:.1f} "
+                                f"GB; the margin asked: {ENGINE_MEMORY_MARGIN_GB} GB below it")
+    for nodeid, gb in sorted(_ENGINE_PEAKS.items(), key=lambda kv: -kv[1]):
+        short = " (within the margin)" if gb > ray_at - ENGINE_MEMORY_MARGIN_GB else ""
+        terminalreporter.write_line(f"{gb:6.2f} GB  {ray_at - gb:+6.2f} to Ray's threshold  {nodeid}{short}")
 
 
 def pytest_sessionstart(session):
@@ -121,14 +194,39 @@ def pytest_sessionstart(session):
     drop_truncated_kernels()
 
 
-@pytest.fixture
-def drops_half_built_kernels():
-    """For a test that kill -9s a process which may be compiling (vLLM, verl, a training run): afterwards, the kernels
-    it left half-written are removed, so the tests after it in this session do not load them."""
-    yield
-    from judge_rl.kernel_cache import drop_truncated_kernels
+@contextlib.contextmanager
+def litter_of_kills_removed(tmp_dir: Path):
+    """Around a test that kills (or SIGTERMs) engines, jobs or training processes: the processes it starts get
+    `tmp_dir` as their TMPDIR, removed afterwards with whatever they left in it; shared memory made since the test
+    began that no live process maps is unlinked (vLLM's message queues, verl's weight bucket: judge_rl/shm.py; the job's
+    own watchdogs do this too, but not before a test that failed first); kernels left half-written by a process
+    killed while compiling are removed, so the tests after it do not load them. Every time, pass or fail."""
+    import shutil
+    import time
 
-    drop_truncated_kernels()
+    from judge_rl.kernel_cache import drop_truncated_kernels
+    from judge_rl.shm import remove_left_shm
+
+    since, before = time.time() - 1, os.environ.get("TMPDIR")
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(tmp_dir)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before
+        remove_left_shm(since)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        drop_truncated_kernels()
+
+
+@pytest.fixture
+def cleans_up_after_kills(tmp_path_factory):
+    """litter_of_kills_removed around the test (a TMPDIR of its own under pytest's base temp folder)."""
+    with litter_of_kills_removed(tmp_path_factory.mktemp("killed_tmp")):
+        yield
 
 
 def online_algorithms() -> list[str]:

@@ -96,7 +96,7 @@ def test_tiny_run_writes_metrics_evals_and_checkpoints(tmp_path, capsys):
     assert json.loads((tmp_path / "eval" / "rl" / "summary.json").read_text())["judged_now"] == 0
 
 
-@pytest.mark.usefixtures("drops_half_built_kernels")
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_killed_run_resumes_from_its_checkpoint_and_matches_an_uninterrupted_run(tmp_path):
     """Kill `python -m judge_rl` after its first checkpoint; the restart continues and ends where a straight run ends."""
     overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=3", "trainer.max_new_tokens=48", f"cache_dir={CACHE_DIR}"]

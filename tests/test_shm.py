@@ -44,3 +44,21 @@ def test_what_a_killed_process_left_is_removed_and_what_a_live_one_maps_is_kept(
         live.wait()
         kept.unlink(missing_ok=True)
         left.unlink(missing_ok=True)
+
+
+def test_a_test_that_kills_an_engine_leaves_neither_its_shared_memory_nor_its_temporary_folder(tmp_path):
+    """tests/conftest.py's litter_of_kills_removed (the `cleans_up_after_kills` fixture): what a killed process
+    left is gone at the end, and the folder it was given as TMPDIR with it."""
+    from conftest import litter_of_kills_removed
+
+    scratch = tmp_path / "killed_tmp"
+    with litter_of_kills_removed(scratch):
+        killed, left = _holder()  # started inside: TMPDIR is the test's own folder
+        (scratch / "vllm-workdir").mkdir()
+        killed.kill()
+        killed.wait()
+        assert left.is_file()
+    try:
+        assert not left.exists() and not scratch.exists()
+    finally:
+        left.unlink(missing_ok=True)

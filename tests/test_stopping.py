@@ -42,6 +42,7 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_sigterm_mid_rl_checkpoints_the_step_under_way_and_the_rerun_resumes(tmp_path):
     overrides = [*TINY_RUN, "stages=[rl]", "trainer.total_steps=4", "trainer.save_every=10", "trainer.max_new_tokens=24",
                  f"cache_dir={CACHE_DIR}", f"run_dir={tmp_path}"]  # fmt: skip
@@ -65,6 +66,7 @@ def test_sigterm_mid_rl_checkpoints_the_step_under_way_and_the_rerun_resumes(tmp
     assert json.loads((tmp_path / "status.json").read_text())["status"] == "finished"
 
 
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_sigterm_mid_evaluation_keeps_the_judgments_written_and_the_rerun_reuses_them(tmp_path):
     overrides = ["model=tiny-random", "benchmark=llmbar_natural", "benchmark.limit=16", "server.max_new_tokens=24",
                  "server.batch_size=2", "server.chunk_size=2", "logger=none", f"cache_dir={CACHE_DIR}",
@@ -87,6 +89,7 @@ def test_sigterm_mid_evaluation_keeps_the_judgments_written_and_the_rerun_reuses
     assert json.loads((tmp_path / "status.json").read_text())["status"] == "finished"
 
 
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_a_second_sigterm_does_not_wait_for_the_step(tmp_path):
     """Inside `deferred()` the first SIGTERM only asks; a second one raises at once (a user who means it)."""
     code = ("import os, signal, time\n"

@@ -184,7 +184,7 @@ def _files_holding(roots: list[Path], values: list[str]) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
-@pytest.mark.usefixtures("drops_half_built_kernels")
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_the_policy_job_on_verl_cpu_with_a_served_judge_is_killed_after_step_1_and_the_rerun_resumes_merges_and_evaluates(tmp_path):
     """One real verl job on the job's own Ray, asserted for everything a local verl launch promises: the policy job
     (judge_rl/jobs/policy.py; its online RL is the launch the main job's recipe calls too, judge_rl/backends/__init__.py
@@ -249,7 +249,7 @@ def test_the_policy_job_on_verl_cpu_with_a_served_judge_is_killed_after_step_1_a
         first.wait()
         killed = time.monotonic()
         # the run dir's lock stays held while any process of verl's lives, and they all die within seconds
-        while time.monotonic() - killed < 30:
+        while time.monotonic() - killed < 120:
             free = run_dir_lock_free(run_dir)
             left = [p for p in _job_processes(tag) if "JUDGE_RL_VERL_JOB" in p[2]]  # verl's and W&B's in it
             assert not (free and left), f"the lock is free while {[cmdline[:2] for _, cmdline, _ in left]} run"
@@ -257,9 +257,11 @@ def test_the_policy_job_on_verl_cpu_with_a_served_judge_is_killed_after_step_1_a
                 break
             time.sleep(0.2)
         assert not left, [cmdline[:3] for _, cmdline, _ in left]
-        assert time.monotonic() - killed < 15
+        # within seconds (~30 processes; the watchdog's SIGTERM, SIGKILL after its 3 s grace: 60 s is 5x+ what that
+        # takes on a loaded 2-core machine), where processes left running would never die
+        assert time.monotonic() - killed < 60
         # the served judge and the job's own W&B service exit by themselves
-        while _job_processes(tag) and time.monotonic() - killed < 30:
+        while _job_processes(tag) and time.monotonic() - killed < 120:
             time.sleep(0.5)
         assert not _job_processes(tag), [cmdline[:3] for _, cmdline, _ in _job_processes(tag)]
         time.sleep(5)

@@ -150,7 +150,7 @@ def _pids(run_dir, job) -> list[int]:
     return [int(p) for p in (run_dir / "pids").read_text().split()]
 
 
-@pytest.mark.usefixtures("drops_half_built_kernels")
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_lock_until_then(tmp_path):
     """On the main of issue 36 a kill -9 of the job left verl's process (re-parented to init) and its Ray and vLLM
     processes training, with the run dir's lock free: they wrote the next checkpoint into it. Ray puts each worker
@@ -185,11 +185,13 @@ def test_verls_processes_die_with_the_job_kill_9_included_and_hold_the_run_dirs_
     os.kill(job.pid, signal.SIGKILL)
     job.wait()
     killed = time.monotonic()
-    while _alive(pids) and time.monotonic() - killed < 30:
+    while _alive(pids) and time.monotonic() - killed < 60:
         assert not run_dir_lock_free(run_dir), f"the lock is free while {_alive(pids)} run"
         time.sleep(0.05)
-    assert not _alive(pids) and time.monotonic() - killed < 10
-    while not run_dir_lock_free(run_dir) and time.monotonic() - killed < 15:  # the watchdog exits once it saw none left
+    # within seconds: the watchdog's SIGTERM, then SIGKILL for the deaf one after its 3 s grace (~3-4 s; 20 s is 5x+
+    # that on a loaded 2-core machine), where processes left running would never die
+    assert not _alive(pids) and time.monotonic() - killed < 20
+    while not run_dir_lock_free(run_dir) and time.monotonic() - killed < 30:  # the watchdog exits once it saw none left
         time.sleep(0.05)
     assert run_dir_lock_free(run_dir)
     try:

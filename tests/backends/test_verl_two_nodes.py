@@ -139,6 +139,7 @@ def _raylet_logs(scratch: Path) -> list[Path]:
 @pytest.mark.slow
 @pytest.mark.alone  # 17.5 GB used in training (a vLLM engine and an FSDP rank on each node), 20.7 GB at its peak
 @pytest.mark.skipif(not vllm_installed(), reason="needs vLLM's CPU build (make install installs it)")
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resumes_on_the_restarted_cluster(two_nodes, tmp_path):
     """One FSDP rank on each node, the driver's W&B settings and HF cache seen by the other node's workers; the second
     node's raylet killed (kill -9) once step 1 is checkpointed: the job ends within a stated time in one line naming
@@ -258,6 +259,7 @@ time.sleep(600)
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_a_driver_that_hangs_when_a_node_is_lost_is_ended_by_the_node_watch_in_one_line(two_nodes, tmp_path):
     """The path where verl does not raise: the driver waits forever; NodeWatch (judge_rl/backends/verl/entry.py)
     sees Ray mark the killed node dead, writes the line naming it and ends the driver with NODE_LOST_EXIT."""

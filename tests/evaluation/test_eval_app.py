@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import pytest
 import torch
@@ -90,15 +89,17 @@ def test_an_over_long_row_is_left_out_and_the_good_rows_are_judged(tmp_path):
     rows.insert(1, {"prompt": "word " * 200_000, "chosen": "Good.", "rejected": "Bad."})
     path = tmp_path / "pref.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    t = time.perf_counter()
     summary = run_eval(compose_eval(["model=tiny-random", "benchmark=preference", f"benchmark.path={path}",
                                      "server.max_new_tokens=4", f"run_dir={tmp_path / 'run'}"]))
-    assert time.perf_counter() - t < 120
     assert summary["counts"]["too_long_units"] == 1 and summary["counts"]["items"] == 6
+    # the over-long row was never generated for (what a wall-time bound stood for): only the good rows' 3 x 2 orders
+    # went to the model, and no judgment names it
+    assert summary["counts"]["requests_sent"] == summary["counts"]["judged_now"] == 6
     assert summary["harness"]["overall"]["n_pairs"] == 3 and summary["scoring"]["status"] == "complete"
     (reason,) = summary["too_long"].values()
     assert "> the model's context of 2048" in reason
-    assert len((tmp_path / "run" / "judgments.jsonl").read_text().splitlines()) == 6
+    judged = [json.loads(line)["pair_id"] for line in (tmp_path / "run" / "judgments.jsonl").read_text().splitlines()]
+    assert len(judged) == 6 and set(summary["too_long"]).isdisjoint(judged)
 
 
 @pytest.fixture

@@ -64,6 +64,7 @@ def _rl_point_checkpointed(tmp_path: Path, save_every: int) -> tuple[list[str], 
     return overrides, proc, point, marker
 
 
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_sigterm_to_a_point_under_submitit_stops_it_cleanly_and_a_rerun_resumes(tmp_path):
     """What SLURM sends at preemption or the time limit reaches the point's own process: submitit's job ignores
     SIGTERM (it waits for SLURM's USR2), judge_rl's handler, installed in the point, stops it after its RL step,
@@ -87,6 +88,7 @@ def test_sigterm_to_a_point_under_submitit_stops_it_cleanly_and_a_rerun_resumes(
     assert results["training"]["rl"]["resumed_from"] == step_at_stop
 
 
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_usr2_to_a_point_under_submitit_checkpoints_its_step_and_submitit_requeues_it_and_it_resumes(tmp_path):
     """Preemption and the time limit under submitit arrive as USR2 (SLURM's `--signal=USR2@90`; the local executor
     sends it at timeout_min minus signal_delay_s). submitit's own handler would raise SystemExit mid-step and requeue;

@@ -146,7 +146,7 @@ def test_rule_reward_needs_no_judge():
 @pytest.mark.parametrize("hooks, detail", [
     ({"fail_every": 1}, "HTTP 500"),
     ({"garbage_every": 1}, "malformed response"),
-    ({"hang_every": 1, "hang_s": 5.0, "timeout_s": 0.5}, "timeout after 0.5s"),
+    ({"hang_every": 1, "hang_s": 60.0, "timeout_s": 0.5}, "timeout after 0.5s"),  # the hangs end at teardown
 ])  # fmt: skip
 def test_server_failures_are_failures_with_telemetry(judge, hooks, detail):
     _, client = judge(lambda n, body: "Yes", **hooks)
@@ -156,7 +156,9 @@ def test_server_failures_are_failures_with_telemetry(judge, hooks, detail):
     assert all(detail in reply for g in graded for reply in g.replies)
     t = grader.telemetry.summary()
     assert t["judge/calls"] == 6 and t[f"judge/failures/{JUDGE_SERVER_ERROR}"] == 6 and t["judge/failure_rate"] == 1.0
-    assert t["judge/latency_p95_s"] < 3.0  # bounded: no retries configured, 0.5 s timeout
+    # bounded: no retries configured, 0.5 s timeout (~1 s at most on a loaded 2-core machine: 30 s is 5x+ that), not
+    # the server's 60 s hang
+    assert t["judge/latency_p95_s"] < 30
 
 
 def test_group_prompts_give_each_sample_the_next_non_blank_answer_of_its_group():

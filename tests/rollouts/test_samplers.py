@@ -54,7 +54,7 @@ build_sampler("vllm", load_model(cfg, sys.argv[1], torch.device("cpu"), seed=0),
 """
 
 
-@pytest.mark.usefixtures("drops_half_built_kernels")
+@pytest.mark.usefixtures("cleans_up_after_kills")
 def test_a_start_killed_mid_way_leaves_a_folder_the_next_start_removes(tmp_path):
     """On the main before this, kill -9 while the engine started left judge_rl_rollout_vllm_* (the policy's weights,
     517 MB for a 135M model) in the temp directory for good. Real: a child starts the colocated engine and is killed

@@ -129,11 +129,12 @@ def test_client_errors_are_not_retried(serve):
 
 
 def test_timeout_gives_a_failure(serve):
-    server = serve(delay_s=2.0)
+    server = serve(delay_s=60.0)  # the delay ends at teardown (shutdown answers 503)
     start = time.monotonic()
     with OpenAIServer(server.base_url, "tiny-random", timeout_s=0.5, max_retries=1, backoff_s=0.01) as client:
         (c,) = client.complete([MESSAGES[0]], max_new_tokens=MAX_NEW)
-    assert time.monotonic() - start < 2.0
+    # 2 attempts of 0.5 s (~2 s at most on a loaded 2-core machine: 30 s is 5x+ that), not the server's 60 s delay
+    assert time.monotonic() - start < 30
     assert c == Completion(text=None, error=c.error, finished=False)
     assert "timeout" in c.error.lower()
     assert client.stats["failures"] == 1 and client.stats["requests"] == 2
@@ -300,30 +301,35 @@ def trickle(interval_s: float, headers_at_once: bool, content: str = "A"):
 
 @pytest.mark.parametrize("headers_at_once", [False, True], ids=["headers-trickled", "body-trickled"])
 def test_a_trickling_server_is_cut_off_at_timeout_s(raw_server, headers_at_once):
-    # ~200 bytes at 1 byte / 0.5 s: each socket read is quick, the whole response would take ~100 s.
-    server = raw_server(trickle(0.5, headers_at_once))
+    # ~200 bytes at 1 byte / 0.5 s: each socket read is quick, the whole response would take ~100 s (the server lives
+    # 300 s, stopped at teardown, so an attempt not cut off would read it all).
+    server = raw_server(trickle(0.5, headers_at_once), lifetime_s=300)
     start = time.monotonic()
     with OpenAIServer(server.base_url, "raw", timeout_s=1, max_retries=0) as client:
         (c,) = client.complete([MESSAGES[0]], max_new_tokens=MAX_NEW)
     elapsed = time.monotonic() - start
-    assert elapsed < 5.0  # 1 s and the client's own overhead on a loaded machine; unbounded it would be ~100 s
+    # 1 s and the client's own overhead (~2 s at most on a loaded 2-core machine: 20 s is 5x+ that); unbounded ~100 s
+    assert elapsed < 20
     assert c == Completion(text=None, error=c.error, finished=False)
     assert "timeout after 1s" in c.error and "[1 attempt]" in c.error
     assert client.stats == {"requests": 1, "retries": 0, "failures": 1, "cache_hits": 0}
-    # the timed-out attempt's connection was closed, not left trickling
-    assert server.disconnected.wait(timeout=5.0)
-    assert server.disconnects[0] - start < 5.0 and server.connections == 1
+    # the timed-out attempt's connection was closed, not left trickling: the server sees it within a byte's interval
+    # (0.5 s) of the client's timeout, where a connection left open would trickle on for ~100 s
+    assert server.disconnected.wait(timeout=30)
+    assert server.disconnects[0] - start < 20 and server.connections == 1
 
 
 def test_trickling_is_retried_and_the_request_stays_bounded(raw_server):
-    server = raw_server(trickle(0.2, headers_at_once=True))
+    # a ~500-byte body at 0.2 s a byte: each read well within the 0.5 s timeout, the whole body ~100 s (the server lives
+    # 300 s, stopped at teardown, so an attempt not cut off would read it all)
+    server = raw_server(trickle(0.2, headers_at_once=True, content="A" * 300), lifetime_s=300)
     start = time.monotonic()
     with OpenAIServer(server.base_url, "raw", timeout_s=0.5, max_retries=2, backoff_s=0.05) as client:
         (c,) = client.complete([MESSAGES[0]], max_new_tokens=MAX_NEW)
     elapsed = time.monotonic() - start
-    # 3 attempts of 0.5 s plus backoffs of 0.05 s and 0.1 s: 1.65 s, up to 3.54 s seen on a loaded CI machine; an
-    # attempt not cut off at timeout_s would read the ~200-byte body at 0.2 s a byte, ~40 s
-    assert 1.5 <= elapsed < 6.0
+    # 3 attempts of 0.5 s plus backoffs of 0.05 s and 0.1 s: 1.65 s, up to 3.54 s seen on a loaded 2-core machine (20 s
+    # is 5x+ that); one attempt not cut off at timeout_s would take ~100 s
+    assert 1.5 <= elapsed < 20
     assert "timeout after 0.5s" in c.error and "[3 attempts]" in c.error
     assert client.stats == {"requests": 3, "retries": 2, "failures": 1, "cache_hits": 0}
     assert server.connections == 3
@@ -332,7 +338,8 @@ def test_trickling_is_retried_and_the_request_stays_bounded(raw_server):
 def test_a_slow_trickle_within_timeout_s_succeeds(raw_server):
     # the same server, fast enough: the response is valid, so the timeouts above are not parse errors
     server = raw_server(trickle(0.002, headers_at_once=False, content="B"))
-    with OpenAIServer(server.base_url, "raw", timeout_s=5, max_retries=0) as client:
+    # ~0.5 s of trickle; 30 s is 5x+ what it can take on a loaded 2-core machine (the server lives 12 s anyway)
+    with OpenAIServer(server.base_url, "raw", timeout_s=30, max_retries=0) as client:
         (c,) = client.complete([MESSAGES[0]], max_new_tokens=MAX_NEW)
     assert c == Completion(text="B", error=None, finished=True)
 
