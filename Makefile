@@ -8,7 +8,7 @@ ARGS ?=
 # one tree: 2 workers 22 min 57 s, 19.4 GB used at the peak; one process 33 min 20 s.
 WORKERS ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 0)
 
-.PHONY: install run test clean
+.PHONY: install run test test-fast clean
 install: $(VENV)/.installed
 
 # The cluster extra (hydra-submitit-launcher) is installed so the tests run the SLURM launcher's code path locally.
@@ -33,6 +33,11 @@ run: install
 
 test: install
 	$(PY) -m pytest -n $(WORKERS) $(ARGS)
+
+# The edit-test loop: every test but the heavy ones (verl, Ray, vLLM, the embedded model's training: tests/conftest.py
+# is_heavy). `make test` (= .ci/run) still runs everything.
+test-fast: install
+	$(PY) -m pytest -n $(WORKERS) -m "not heavy" $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs multirun

@@ -43,6 +43,24 @@ ENGINE_TESTS = (
 )  # fmt: skip
 
 
+# Outside `make test-fast` (the `heavy` mark, given here): the engine tests, the `slow` and `alone` ones, and these,
+# which train the embedded model or start verl's, Ray's or vLLM's processes beside the engine tests' worker. Each
+# measured on the 2-core AVX2-only machine in a whole-suite run (docs/performance.md#the-fast-lane).
+HEAVY_TESTS = ()
+
+
+def is_heavy(item) -> bool:
+    """Whether `make test-fast` leaves the test out: it starts verl, Ray or vLLM, or trains the embedded model."""
+    return (is_engine_test(item.nodeid) or item.nodeid.removeprefix("tests/").startswith(HEAVY_TESTS)
+            or any(item.get_closest_marker(m) for m in ("slow", "alone")))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_heavy(item):
+            item.add_marker(pytest.mark.heavy)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """xdist's scope scheduler with one scope for the engine tests and one per test otherwise. (Not `xdist_group`

@@ -89,6 +89,10 @@ def run_curate(cfg: DictConfig) -> dict[str, Any]:
     from judge_rl.rundir import claim_run_dir
 
     job = to_curate_config(cfg)
+    if job.accuracy.enabled and job.accuracy.teacher == "server":  # the teacher's endpoint answers (a bounded wait)
+        from judge_rl.servers.reach import check_reachable, raise_unreachable
+
+        raise_unreachable(check_reachable("accuracy.server.base_url", job.accuracy.server.base_url, "the teacher's server"))
     prompt = curation_prompt(job.prompt)
     output = Path(job.output).expanduser()
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=CURATE_NEUTRAL_KEYS,

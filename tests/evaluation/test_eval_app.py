@@ -63,8 +63,10 @@ def test_a_changed_judge_is_never_answered_from_saved_judgments(tmp_path, shared
     assert again["counts"]["reused"] == 0 and again["counts"]["requests_sent"] == 4
 
 
-def test_a_dead_endpoint_withholds_the_score_and_fails(tmp_path):
-    """On today's main, with nothing listening, RewardBench printed an official overall of 0.500 and exit 0."""
+def test_a_dead_endpoint_fails_in_one_line_naming_the_key_before_the_run(tmp_path):
+    """On an older main, with nothing listening, RewardBench printed an official overall of 0.500 and exit 0; then it
+    was withheld after every request had failed. Now nothing answering at server.base_url is found before the run
+    directory is claimed, in one line (an endpoint that answers and fails is withheld: the openai-endpoint test)."""
     rows = [{"id": i, "subset": "alpacaeval-easy", "prompt": f"Q{i}", "chosen": f"good {i}", "rejected": f"bad {i}"}
             for i in range(4)]
     path = tmp_path / "rb.jsonl"
@@ -74,12 +76,11 @@ def test_a_dead_endpoint_withholds_the_score_and_fails(tmp_path):
         port = s.getsockname()[1]
     overrides = ["model=tiny-random", "server=openai", f"server.base_url=http://127.0.0.1:{port}/v1", "server.max_retries=0",
                  "benchmark=rewardbench", f"benchmark.path={path}", f"run_dir={tmp_path / 'run'}"]
-    with pytest.raises(ScoreWithheld, match="4 of 4 units got no answer from the server"):
+    with pytest.raises(ValueError) as err:
         run_eval(compose_eval(overrides))
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["official"] is None and summary["scoring"]["status"] == "withheld"
-    assert summary["counts"]["server_failures"] == 8
-    assert json.loads((tmp_path / "run" / "status.json").read_text())["status"] == "failed"
+    assert str(err.value) == (f"server.base_url=http://127.0.0.1:{port}/v1: connection refused at 127.0.0.1:{port} "
+                              "(nothing listens there); start the judge's server there or fix the address")
+    assert not (tmp_path / "run").exists()
 
 
 def test_an_over_long_row_is_left_out_and_the_good_rows_are_judged(tmp_path):

@@ -409,3 +409,17 @@ def test_prompts_over_the_budget_are_counted_and_named_not_dropped_silently():
     assert counts["too_long_units"] == 1 and list(counts["too_long"]) == ["long"]
     assert counts["too_long"]["long"] == len(encode_chat(tokenizer, prompts[1].chat())) > budget
     assert f"model.max_prompt_length={budget}" in counts["too_long_reason"]
+
+
+def test_a_judge_base_url_with_nothing_behind_it_fails_in_one_line_before_the_run_dir(tmp_path):
+    """issue 55: an address with nothing behind it is found at the start (a bounded wait), not call after call."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ValueError) as err:
+        run(policy_cfg([f"run_dir={tmp_path / 'run'}", "judge=openai", f"judge.base_url=http://127.0.0.1:{port}/v1",
+                        "judge.served_model=judge", "logger=none"]))
+    assert str(err.value).startswith(f"judge.base_url=http://127.0.0.1:{port}/v1: connection refused at 127.0.0.1:{port}")
+    assert not (tmp_path / "run").exists()

@@ -49,6 +49,7 @@ from omegaconf import DictConfig, OmegaConf
 from judge_rl.config import ArchConfig, ClusterConfig
 from judge_rl.backends.verl.translate import ATTENTION_KEY, VerlTranslationError
 from judge_rl.models.attention import FLASH_ATTENTION
+from judge_rl.servers.reach import check_reachable
 
 ROLLOUT = "actor_rollout_ref.rollout"
 
@@ -216,6 +217,20 @@ def check_ray_cluster(cluster: ClusterConfig, env: Mapping[str, str]) -> list[st
             f"is unset): verl would start a local Ray with one node's {cluster.n_gpus_per_node} GPUs of the "
             f"{cluster.nnodes * cluster.n_gpus_per_node} it needs; start Ray on every node first (`ray start --head` on "
             "one, `ray start --address=<head>:6379` on the others), then set cluster.ray_address=auto"]
+
+
+def check_addresses_answer(cluster: ClusterConfig, judge: Any, env: Mapping[str, str]) -> list[str]:
+    """At a launch: the Ray cluster the job joins (cluster.ray_address, or RAY_ADDRESS inherited) and a policy job's
+    judge at judge.base_url accept a connection within a bounded wait (judge_rl/servers/reach.py); Ray would retry
+    "Failed to connect to GCS" for minutes. A judge the job starts itself is not up yet: not asked."""
+    address = ray_address(cluster, env)
+    key = "cluster.ray_address" if cluster.ray_address and address == cluster.ray_address else "RAY_ADDRESS"
+    what = ("Ray Client's server (`ray start --head --ray-client-server-port=<port>`)" if str(address).startswith("ray://")
+            else "the Ray cluster's head (`ray start --head --port=<port>`)")
+    problems = check_reachable(key, address, what)
+    if judge is not None and getattr(judge, "base_url", None):
+        problems += check_reachable("judge.base_url", judge.base_url, "the judge's server")
+    return problems
 
 
 # the keys of a translated config that hold a file or directory of this machine (an absolute path), and the
@@ -408,7 +423,7 @@ def preflight(cfg: DictConfig, config_path: Path, arch: ArchConfig, model_key: s
                      *check_judge_address(cfg, judge, cluster, env)]  # fmt: skip
     if launch and cluster is not None:
         found, reward = probe_and_check_reward(env, machine_packages(cfg), config_path)
-        problems += [*check_machine(cfg, cluster, env, found), *reward]
+        problems += [*check_machine(cfg, cluster, env, found), *reward, *check_addresses_answer(cluster, judge, env)]
     else:
         problems += check_reward_import(config_path, env)
     raise_problems(problems)
