@@ -44,9 +44,19 @@ ENGINE_TESTS = (
 
 
 # Outside `make test-fast` (the `heavy` mark, given here): the engine tests, the `slow` and `alone` ones, and these,
-# which train the embedded model or start verl's, Ray's or vLLM's processes beside the engine tests' worker. Each
-# measured on the 2-core AVX2-only machine in a whole-suite run (docs/performance.md#the-fast-lane).
-HEAVY_TESTS = ()
+# which train the embedded model (or a real architecture's shape) or run whole sweeps and studies, each point in a
+# process of its own. Seconds measured in a `-m "not heavy"` run on the 2-core AVX2-only machine, 2 workers
+# (docs/performance.md#the-fast-lane): with these in, that lane took 15 min 20 s.
+HEAVY_TESTS = (
+    "backends/test_memory.py::test_the_plan_is_within_20_percent_of_a_real_steps_peak_rss",  # 78 s: a GRPO step
+    "jobs/test_submitit_launcher.py",  # 150 s: sweeps through submitit, each point trained in a process of its own
+    "jobs/test_policy_judge_quality_study.py",  # 95 s: a judge ladder trained, then the policies it grades
+    "test_report.py::test_every_sweep_runs_in_smoke_mode",  # ~100 s: every sweep of sweeps/, end to end
+    "jobs/test_policy.py::test_judge_family_sweep_in_smoke_mode",  # 36 s: a sweep of policy jobs
+    "test_kernel_cache.py",  # 36 s: torch.compile in processes of their own
+    "models/test_shape.py::test_weights_are_drawn_once_per_seed_and_cached",  # 56 s: 151,936-token vocabularies
+    "models/test_shape.py::test_a_run_on_random_weights_says_so",  # 33 s: a sweep on a real architecture's shape
+)
 
 
 def is_heavy(item) -> bool:

@@ -83,11 +83,11 @@ def work_after_rl(run: Run, live: bool) -> Callable[[int], list[tuple[str, float
     """For the forecast printed after RL's first step (the local backend): the live held-out evaluations still due
     after step `step` and the RL judge's evaluation, each at the pace of the last evaluation that judged afresh (the
     SFT init's, or the base model's); nothing where none did (a resumed run that reused its judgments)."""
-    job = run.job
 
     def then(step: int) -> list[tuple[str, float]]:
-        if run.eval_pace is None:
+        if getattr(run, "eval_pace", None) is None:
             return []
+        job = run.job
         per_pair, benchmarks = run.eval_pace
         total, out = job.trainer.total_steps, []
         due = sum(eval_due(s, total, job.trainer.eval_every) for s in range(step + 1, total + 1)) if live else 0

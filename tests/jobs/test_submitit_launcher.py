@@ -117,3 +117,27 @@ def test_usr2_to_a_point_under_submitit_checkpoints_its_step_and_submitit_requeu
     resumed = json.loads((point / "results.json").read_text())["training"]["rl"]["resumed_from"]
     assert resumed in (2, 3, 4, 5, 6), resumed
     assert resumed == 2 or f"rl: stopped by SIGUSR2 after step {resumed}, checkpointed" in log, log[-3000:]
+
+
+def test_points_killed_by_their_launcher_are_failed_points_with_the_reason_and_the_sweep_report_goes_on(tmp_path):
+    """issue 55: with a time limit of 0 minutes submitit kills each point before it writes anything; the plugin's own
+    launch ended the sweep in a 31-line UncompletedJobError traceback with no point directory, status or list.
+    judge_rl's launchers (hydra_plugins/judge_rl_launchers, under the plugin's names) collect each point on its own."""
+    sweep_dir = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judge_rl", "-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=0",
+         f"hydra.sweep.dir={sweep_dir}", *QUICK, "seed=1,2"],
+        cwd=tmp_path, env={**os.environ, "HYDRA_FULL_ERROR": ""}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)  # fmt: skip
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, err[-3000:]
+    assert "Traceback" not in err and "UncompletedJobError" in err, err[-3000:]
+    statuses = {p: read_status(sweep_dir / p) for p in ("0", "1")}
+    for point, status in statuses.items():
+        assert status["status"] == "failed", (point, status)
+        assert status["error"].startswith("killed by its launcher (UncompletedJobError): "), status
+        assert "has not produced any output (state: " in status["error"], status  # submitit's reason, whole
+    assert "2 of 2 sweep points did not finish" in err
+    assert "(seed=1): failed: killed by its launcher" in err and "(seed=2): failed: killed by its launcher" in err
+    md = (sweep_dir / "report.md").read_text()  # the sweep's table, a row a point
+    assert "| seed=1 | failed: killed by its launcher" in md and "| seed=2 | failed: killed by its launcher" in md, md
