@@ -44,9 +44,10 @@ ENGINE_TESTS = (
 
 
 # Outside `make test-fast` (the `heavy` mark, given here): the engine tests, the `slow` and `alone` ones, and these,
-# which train the embedded model (or a real architecture's shape) or run whole sweeps and studies, each point in a
-# process of its own. Seconds measured in a `-m "not heavy"` run on the 2-core AVX2-only machine, 2 workers
-# (docs/performance.md#the-fast-lane): with these in, that lane took 15 min 20 s.
+# which train the embedded model (or a real architecture's shape), run whole sweeps and studies (each point in a
+# process of its own), kill and resume training processes, or run verl's code in processes of their own. Seconds
+# measured in `-m "not heavy"` runs on the 2-core AVX2-only machine, 2 workers (docs/performance.md#the-fast-lane): with
+# all of these in, that lane took 15 min 20 s (1,839 tests); with all of them out, 8 min 26 s (1,787 tests).
 HEAVY_TESTS = (
     "backends/test_memory.py::test_the_plan_is_within_20_percent_of_a_real_steps_peak_rss",  # 78 s: a GRPO step
     "jobs/test_submitit_launcher.py",  # 150 s: sweeps through submitit, each point trained in a process of its own
@@ -56,6 +57,31 @@ HEAVY_TESTS = (
     "test_kernel_cache.py",  # 36 s: torch.compile in processes of their own
     "models/test_shape.py::test_weights_are_drawn_once_per_seed_and_cached",  # 56 s: 151,936-token vocabularies
     "models/test_shape.py::test_a_run_on_random_weights_says_so",  # 33 s: a sweep on a real architecture's shape
+    "test_report.py::test_a_real_multirun_writes_its_table",  # 24 s: a sweep, end to end
+    # the app as a command, in processes of their own: each start is ~8 s of imports (tests/test_cli.py: 115 s)
+    "test_cli.py",
+    # kill and resume: training processes stopped by signals mid-step, then run again (66 s)
+    "test_stopping.py", "test_app.py::test_killed_run_resumes_from_its_checkpoint",
+    # verl's code in processes of its own: the app's dry runs and the launch's preflight probe (a fresh process that
+    # imports verl and vLLM), verl's worker and platform in a child (245 s together, 5-30 s each)
+    "backends/test_memory.py::test_a_7b_judge_without_offload_on_one_h200_is_refused_by_verls_plan",
+    "backends/test_memory.py::test_the_scale_configs_pass_verls_checks_and_fit_their_gpus",
+    "backends/test_verl_cpu.py::test_a_verl_worker_process_gets_a_gloo_process_group",
+    "backends/test_verl_cpu.py::test_the_cpu_platform_answers_verls_device_questions_for_a_cpu",
+    "backends/test_verl_cpu.py::test_cluster_cpu_verl_translates_to_a_cpu_job_verl_validates",
+    "backends/test_verl_cpu.py::test_a_gpu_cluster_gets_none_of_the_cpu_settings",
+    "backends/test_verl_launch.py::test_dry_run_flag_and_a_three_point_sweep_give_three_distinct_valid_jobs",
+    "backends/test_verl_launch.py::test_verls_processes_die_with_the_job_kill_9_included",
+    "backends/test_verl_preflight.py::test_a_gpu_option_launched_on_a_machine_without_cuda_fails",
+    "backends/test_verl_preflight.py::test_a_launch_whose_environment_lacks_vllm_fails",
+    "backends/test_verl_preflight.py::test_a_reward_file_that_loaded_is_not_loaded_again",
+    "backends/test_verl_preflight.py::test_an_explicit_flash_attention_without_flash_attn_fails_the_launch",
+    "backends/test_verl_preflight.py::test_the_reward_file_must_load_in_a_fresh_process",
+    "policy/verl/test_launch.py::test_a_judge_the_job_starts_on_127_0_0_1_is_refused_on_two_nodes",
+    "policy/verl/test_launch.py::test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key",
+    "policy/verl/test_launch.py::test_the_dry_run_flag_prints_the_verl_command_and_config",
+    "test_gpu_scripts.py::test_the_online_rows_pass_verls_own_config_checks_on_cpu",
+    "test_gpu_scripts.py::test_the_verl_script_dry_run_passes_the_preflight_on_cpu",
 )
 
 
