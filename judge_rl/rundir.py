@@ -40,6 +40,7 @@ CONFIG_FILE = "resolved_config.yaml"
 STATUS_FILE = "status.json"
 LOCK_FILE = ".lock"
 SUPERSEDED = "superseded"
+JOB_LOG = "judge_rl.log"  # Hydra's job log (hydra.job.name: judge_rl), open while the job runs: it keeps every launch
 # one value per process: Hydra's default run and sweep directories end with it (conf/*.yaml: ${unique:})
 PROCESS_SUFFIX = secrets.token_hex(3)
 _HELD: dict[Path, Any] = {}  # run_dir (resolved) -> the open lock file, while claim_run_dir holds it
@@ -154,7 +155,7 @@ def _supersede(run_dir: Path) -> Path:
         target = target.with_name(target.name + "_")
     target.mkdir(parents=True)
     for entry in run_dir.iterdir():
-        if entry.name not in (LOCK_FILE, SUPERSEDED, ".hydra"):
+        if entry.name not in (LOCK_FILE, SUPERSEDED, ".hydra", JOB_LOG):  # Hydra's files and the log this process writes
             shutil.move(str(entry), str(target / entry.name))
     return target
 

@@ -194,3 +194,23 @@ def test_the_installed_judge_rl_command_runs_every_app(tmp_path):
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "judge-rl: error: no app 'evall'; the first word is one of eval, policy, curate, report, or an override "
         "(key=value) of the main job"]
+
+
+def test_with_run_dir_nothing_is_written_outside_it_and_the_run_dir_holds_the_log(tmp_path):
+    """issue 55: every run with run_dir= still created ./outputs/<date>/<time>/ (Hydra's .hydra/ and the job's log, and
+    status.json when the job failed early), and the run dir got no log."""
+    run_dir, failed = tmp_path / "run", tmp_path / "failed"
+    rc, _, err = finish(judge_rl(*QUICK, f"run_dir={run_dir}", cwd=tmp_path))
+    assert rc == 0, err[-2000:]
+    rc, _, err = finish(judge_rl(*QUICK, f"run_dir={failed}", "seed=-1", cwd=tmp_path))  # fails before the claim
+    assert rc == 1 and "seed=-1" in err, err[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["failed", "run"]  # no outputs/ beside them
+    assert (run_dir / "judge_rl.log").is_file() and (run_dir / ".hydra" / "overrides.yaml").is_file()
+    assert read_status(run_dir)["status"] == "finished"
+    assert read_status(failed)["status"] == "failed" and "seed=-1" in read_status(failed)["error"]
+    # a re-run with resume=false supersedes the saved run's files, not the log this process is writing
+    rc, _, err = finish(judge_rl(*QUICK, f"run_dir={run_dir}", "resume=false", cwd=tmp_path))
+    assert rc == 0, err[-2000:]
+    (superseded,) = (run_dir / "superseded").iterdir()
+    assert (superseded / "results.json").is_file() and not (superseded / "judge_rl.log").exists()
+    assert (run_dir / "judge_rl.log").is_file()

@@ -58,8 +58,16 @@ def _job_dir() -> Path | None:
 
 
 def flags_to_overrides(argv: list[str]) -> list[str]:
-    """`--dry-run` is sugar for the override `dry_run=true` (Hydra owns the other flags)."""
-    return ["dry_run=true" if a == "--dry-run" else a for a in argv]
+    """`--dry-run` is sugar for the override `dry_run=true` (Hydra owns the other flags). A single run given
+    `run_dir=<dir>` gets `hydra.run.dir=<dir>` too: Hydra's own files (`.hydra/`) and the job's log
+    (`judge_rl.log`) go into the run directory, and nothing into ./outputs/<date>/<time>/ (a sweep's points are
+    its own subfolders, and an explicit hydra.run.dir wins)."""
+    argv = ["dry_run=true" if a == "--dry-run" else a for a in argv]
+    run_dir = [a.split("=", 1)[1] for a in argv if a.startswith("run_dir=")]
+    sweep = any(a in ("-m", "--multirun") for a in argv)
+    if run_dir and not sweep and not any(a.startswith("hydra.run.dir=") for a in argv):
+        argv.append(f"hydra.run.dir={run_dir[-1]}")
+    return argv
 
 
 def hydra_task(run_fn: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:

@@ -284,3 +284,58 @@ def test_the_steps_a_job_reports_count_the_unlogged_ones_and_name_them(tmp_path)
     assert RLResult(tmp_path, resumed_from=1, unlogged_steps=[1]).trained(rows) == {
         "resumed_from": 1, "steps": 2, "unlogged_steps": [1]}
     assert RLResult(tmp_path).trained(rows + [{"step": 1}]) == {"resumed_from": 0, "steps": 2}
+
+
+def _verl_checkpoint(root: Path, step: int, world: int = 2, leave_out: str | None = None) -> Path:
+    """verl's global_step_<step>/ as its FSDP checkpoint manager writes it (actor shards of `world` ranks, the HF config),
+    less the file `leave_out`."""
+    actor = root / f"global_step_{step}" / "actor"
+    (actor / "huggingface").mkdir(parents=True)
+    (actor / "huggingface" / "config.json").write_text("{}")
+    for kind in ("model", "optim", "extra_state"):
+        for rank in range(world):
+            name = f"{kind}_world_size_{world}_rank_{rank}.pt"
+            if name != leave_out:
+                (actor / name).write_bytes(b"x")
+    return actor.parent
+
+
+@pytest.mark.parametrize("newest", ["missing", "damaged", "intact"])
+def test_verl_resumes_from_the_newest_intact_checkpoint_and_says_so(tmp_path, capsys, newest):
+    """issue 55: with the newest checkpoint's folder gone while latest_checkpointed_iteration.txt names it, verl started
+    again from step 0 without a word (verl's find_latest_ckpt_path); a damaged one (a shard missing) failed its load."""
+    from omegaconf import OmegaConf
+
+    from judge_rl.backends.verl.launch import resume_point, verl_checkpoint_problem
+
+    root = tmp_path / "checkpoints"
+    first = _verl_checkpoint(root, 1)
+    if newest != "missing":
+        _verl_checkpoint(root, 2, leave_out="optim_world_size_2_rank_1.pt" if newest == "damaged" else None)
+    (root / "latest_checkpointed_iteration.txt").write_text("2")
+    cfg = OmegaConf.create({"trainer": {"resume_mode": "auto", "resume_from_path": None, "default_local_dir": str(root)},
+                            "critic": {"enable": False}})
+    resume_point(cfg)
+    out = capsys.readouterr().out
+    if newest == "intact":
+        assert cfg.trainer.resume_mode == "auto" and out == ""  # verl's own rule: the step the marker names
+        return
+    assert cfg.trainer.resume_mode == "resume_path" and cfg.trainer.resume_from_path == str(first)
+    why = "is missing" if newest == "missing" else "is damaged (no actor/optim_world_size_2_rank_1.pt)"
+    assert f"global_step_2 {why}; resuming from the newest intact one, global_step_1" in " ".join(out.split())
+    assert verl_checkpoint_problem(first) is None
+
+
+def test_with_no_intact_verl_checkpoint_the_job_starts_afresh_and_says_so(tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    from judge_rl.backends.verl.launch import resume_point
+
+    root = tmp_path / "checkpoints"
+    _verl_checkpoint(root, 1, leave_out="model_world_size_2_rank_0.pt")
+    (root / "latest_checkpointed_iteration.txt").write_text("1")
+    cfg = OmegaConf.create({"trainer": {"resume_mode": "auto", "resume_from_path": None, "default_local_dir": str(root)},
+                            "critic": {"enable": True}})
+    resume_point(cfg)
+    assert cfg.trainer.resume_mode == "disable"  # not the damaged one, which verl would fail to load
+    assert "no intact checkpoint is left: starting from step 0" in " ".join(capsys.readouterr().out.split())

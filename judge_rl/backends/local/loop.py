@@ -71,20 +71,22 @@ def checkpoint_problem(path: Path) -> str | None:
     return f"no {', '.join(missing)}" if missing else None
 
 
-def latest_checkpoint(ckpt_root: Path, notes: list[str] | None = None) -> tuple[int, Path] | None:
+def latest_checkpoint(ckpt_root: Path, notes: list[str] | None = None,
+                      problem: Callable[[Path], str | None] = checkpoint_problem) -> tuple[int, Path] | None:  # fmt: skip
     """The newest checkpoint a run can resume from: the one `latest_checkpointed_iteration.txt` names, or where that
-    one is missing or damaged, the newest intact `global_step_<k>/` (said in `notes`); None: nothing to resume."""
+    one is missing or damaged, the newest intact `global_step_<k>/` (said in `notes`); None: nothing to resume.
+    `problem(path)`: what keeps a checkpoint from being resumed (this backend's layout, or verl's)."""
     marker = ckpt_root / LATEST
     named = int(marker.read_text().strip()) if marker.exists() and marker.read_text().strip().isdigit() else None
     steps = sorted({int(p.name.rsplit("_", 1)[1]) for p in ckpt_root.glob("global_step_*") if p.name.rsplit("_", 1)[1].isdigit()}
                    | ({named} if named is not None else set()), reverse=True)  # fmt: skip
     for step in steps:
         path = ckpt_root / f"global_step_{step}"
-        problem = checkpoint_problem(path)
-        if problem is None:
+        why = problem(path)
+        if why is None:
             return step, path
         if notes is not None and (named is None or step <= named):
-            notes.append(f"{path} is {problem if problem == 'missing' else 'damaged (' + problem + ')'}")
+            notes.append(f"{path} is {why if why == 'missing' else 'damaged (' + why + ')'}")
     return None
 
 

@@ -140,6 +140,8 @@ def prepare(job: LaunchJob, run_dir: Path, task: RLTask, *, launch: bool = False
     line = attention_line(job, cfg)
     if line:
         console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line, however long
+    if launch:
+        resume_point(cfg)  # a missing or damaged newest checkpoint: the newest intact one, said
     validate(cfg)
     plan = verl_memory_plan(job, cfg)
     if plan is not None:  # the whole table on a dry run, one line at a launch; a plan that cannot fit stops both here
@@ -288,6 +290,50 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
                           "metrics.jsonl has no row for them[/yellow]")
     return RLResult(model_dir=merged_model_dir(cfg, run_dir), history=history, resumed_from=resumed_from,
                     unlogged_steps=unlogged)
+
+
+def verl_checkpoint_problem(path: Path, roles: tuple[str, ...] = ("actor",)) -> str | None:
+    """What keeps verl's `global_step_<k>/` from being resumed (None: intact): for each role's folder (actor, and critic
+    where the job has one), every rank's model, optimizer and extra-state shard of one world size
+    (verl/utils/checkpoint/fsdp_checkpoint_manager.py) and the model config under huggingface/."""
+    if not path.is_dir():
+        return "missing"
+    missing = []
+    for role in roles:
+        folder = path / role
+        shards = sorted(folder.glob("model_world_size_*_rank_*.pt"))
+        sizes = {int(m.group(1)) for p in shards if (m := re.fullmatch(r"model_world_size_(\d+)_rank_\d+\.pt", p.name))}
+        if len(sizes) != 1:
+            missing.append(f"{role}'s model shards")
+            continue
+        size = sizes.pop()
+        missing += [f"{role}/{kind}_world_size_{size}_rank_{rank}.pt" for kind in ("model", "optim", "extra_state")
+                    for rank in range(size) if not (folder / f"{kind}_world_size_{size}_rank_{rank}.pt").is_file()]
+        if not (folder / "huggingface" / "config.json").is_file():
+            missing.append(f"{role}/huggingface/config.json")
+    return f"no {', '.join(missing)}" if missing else None
+
+
+def resume_point(cfg: DictConfig) -> None:
+    """Where verl resumes: its own rule (the step latest_checkpointed_iteration.txt names) unless that checkpoint is
+    missing or damaged, where verl would start again from step 0 without a word (verl's find_latest_ckpt_path); then
+    the newest intact one is named on the console and set as `trainer.resume_mode=resume_path` with its path."""
+    from judge_rl.backends.local.loop import latest_checkpoint
+
+    if cfg.trainer.resume_mode != "auto":
+        return
+    ckpt_root = Path(cfg.trainer.default_local_dir)
+    roles = ("actor", "critic") if cfg.critic.enable else ("actor",)
+    notes: list[str] = []
+    found = latest_checkpoint(ckpt_root, notes, problem=lambda p: verl_checkpoint_problem(p, roles))
+    for note in notes:
+        console.print(f"[yellow]verl: {note}; " + (f"resuming from the newest intact one, {found[1].name}" if found else
+                      "no intact checkpoint is left: starting from step 0") + "[/yellow]", soft_wrap=True)
+    if notes and found:
+        cfg.trainer.resume_mode = "resume_path"
+        cfg.trainer.resume_from_path = str(found[1])
+    elif notes:  # verl would load the damaged one and fail
+        cfg.trainer.resume_mode = "disable"
 
 
 def checkpointed_step(ckpt_root: Path) -> int:
