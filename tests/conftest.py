@@ -205,10 +205,23 @@ def pytest_runtest_protocol(item, nextitem):
     with memory_gate(alone, GATE_DIR if os.environ.get("PYTEST_XDIST_WORKER") else None):
         if alone or is_engine_test(item.nodeid):
             with peak_machine_memory() as peak:
+                item.stash[PEAK_KEY] = peak  # read into the teardown report (pytest_runtest_makereport)
                 yield
-            item.user_properties.append(("machine_peak_gb", round(peak["gb"], 2)))
         else:
             yield
+
+
+PEAK_KEY = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """An engine test's teardown report carries the machine's peak memory so far (its user_properties: a report copies
+    the item's when it is made, and pytest-xdist sends it to the controlling process)."""
+    outcome = yield
+    peak = item.stash.get(PEAK_KEY, None)
+    if call.when == "teardown" and peak is not None:
+        outcome.get_result().user_properties.append(("machine_peak_gb", round(max(peak["gb"], machine_used_gb()), 2)))
 
 
 # Ray's memory monitor kills workers above this share of the machine's memory (RAY_memory_usage_threshold's default)

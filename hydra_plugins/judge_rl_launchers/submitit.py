@@ -42,7 +42,9 @@ def point_killed(point_dir: Path, overrides: Sequence[str], error: BaseException
         saved.parent.mkdir(parents=True, exist_ok=True)
         saved.write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))
     status = read_status(point_dir) or {}
-    if status.get("status") != "finished":
+    # a point that said how it ended keeps its word (a SIGTERM'd point is "interrupted", and submitit, finding no
+    # result, reports it as not completed): only one killed before it could ("running", or nothing) is failed here
+    if status.get("status") in (None, "running"):
         write_status(point_dir, "failed", f"killed by its launcher ({type(error).__name__}): {reason}")
     ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=None)
     ret.working_dir = str(point_dir)
