@@ -292,7 +292,11 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
                     unlogged_steps=unlogged)
 
 
-def verl_checkpoint_problem(path: Path, roles: tuple[str, ...] = ("actor",)) -> str | None:
+SHARD_KINDS = {"model": "model", "optimizer": "optim", "extra": "extra_state"}  # save_contents -> shard file prefix
+
+
+def verl_checkpoint_problem(path: Path, roles: tuple[str, ...] = ("actor",),
+                            kinds: tuple[str, ...] = ("model", "optim", "extra_state")) -> str | None:  # fmt: skip
     """What keeps verl's `global_step_<k>/` from being resumed (None: intact): for each role's folder (actor, and critic
     where the job has one), every rank's model, optimizer and extra-state shard of one world size
     (verl/utils/checkpoint/fsdp_checkpoint_manager.py) and the model config under huggingface/."""
@@ -307,7 +311,7 @@ def verl_checkpoint_problem(path: Path, roles: tuple[str, ...] = ("actor",)) -> 
             missing.append(f"{role}'s model shards")
             continue
         size = sizes.pop()
-        missing += [f"{role}/{kind}_world_size_{size}_rank_{rank}.pt" for kind in ("model", "optim", "extra_state")
+        missing += [f"{role}/{kind}_world_size_{size}_rank_{rank}.pt" for kind in kinds
                     for rank in range(size) if not (folder / f"{kind}_world_size_{size}_rank_{rank}.pt").is_file()]
         if not (folder / "huggingface" / "config.json").is_file():
             missing.append(f"{role}/huggingface/config.json")
@@ -320,12 +324,16 @@ def resume_point(cfg: DictConfig) -> None:
     the newest intact one is named on the console and set as `trainer.resume_mode=resume_path` with its path."""
     from judge_rl.backends.local.loop import latest_checkpoint
 
-    if cfg.trainer.resume_mode != "auto":
+    strategy = OmegaConf.select(cfg, "actor_rollout_ref.actor.strategy", default="fsdp")
+    if cfg.trainer.resume_mode != "auto" or strategy not in ("fsdp", "fsdp2"):  # Megatron's layout is not read here
         return
     ckpt_root = Path(cfg.trainer.default_local_dir)
     roles = ("actor", "critic") if cfg.critic.enable else ("actor",)
+    saved = OmegaConf.select(cfg, "actor_rollout_ref.actor.checkpoint.save_contents",
+                             default=["model", "optimizer", "extra"])  # fmt: skip
+    kinds = tuple(SHARD_KINDS[c] for c in saved if c in SHARD_KINDS) or ("model",)
     notes: list[str] = []
-    found = latest_checkpoint(ckpt_root, notes, problem=lambda p: verl_checkpoint_problem(p, roles))
+    found = latest_checkpoint(ckpt_root, notes, problem=lambda p: verl_checkpoint_problem(p, roles, kinds))
     for note in notes:
         console.print(f"[yellow]verl: {note}; " + (f"resuming from the newest intact one, {found[1].name}" if found else
                       "no intact checkpoint is left: starting from step 0") + "[/yellow]", soft_wrap=True)
