@@ -90,9 +90,9 @@ def run_curate(cfg: DictConfig) -> dict[str, Any]:
 
     job = to_curate_config(cfg)
     if job.accuracy.enabled and job.accuracy.teacher == "server":  # the teacher's endpoint answers (a bounded wait)
-        from judge_rl.servers.reach import check_reachable, raise_unreachable
+        from judge_rl.servers.reach import require_reachable
 
-        raise_unreachable(check_reachable("accuracy.server.base_url", job.accuracy.server.base_url, "the teacher's server"))
+        require_reachable("accuracy.server.base_url", job.accuracy.server.base_url, "the teacher's server")
     prompt = curation_prompt(job.prompt)
     output = Path(job.output).expanduser()
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=CURATE_NEUTRAL_KEYS,

@@ -29,7 +29,7 @@ from judge_rl.reports.console import console
 from judge_rl.reports.logging import MetricsLogger
 from judge_rl.reports.schema import entry_scalars, evaluation_entry, new_results, write_results
 from judge_rl.rundir import claim_run_dir
-from judge_rl.servers.reach import check_reachable, raise_unreachable
+from judge_rl.servers.reach import require_reachable
 from judge_rl.rewards import Reward, build_reward
 from judge_rl.rollouts.vllm_engine import auto_server
 
@@ -87,7 +87,7 @@ def check_benchmark_path(path: str | None) -> None:
 def run_eval(cfg: DictConfig) -> dict[str, Any]:
     job, reward = checked_eval(cfg)
     if job.server.name == "openai":  # the endpoint answers, before the run dir is claimed (a bounded wait)
-        raise_unreachable(check_reachable("server.base_url", job.server.base_url, "the judge's server"))
+        require_reachable("server.base_url", job.server.base_url, "the judge's server")
     prompt = get_prompt(job.judge.prompt or reward.prompt)
     benchmark = get_benchmark(job.benchmark.kind)
     with claim_run_dir(Path(job.run_dir), asdict(job), resume=job.resume, neutral=EVAL_NEUTRAL_KEYS, console=console) as run_dir:

@@ -46,7 +46,7 @@ from judge_rl.policy.config import POLICY_NEUTRAL_KEYS, PolicyJobConfig, to_poli
 from judge_rl.policy.tasks.prompts import PolicyPrompt
 from judge_rl.policy.tasks.sources import load_policy_prompts
 from judge_rl.servers.client import JudgeFailureRateExceeded
-from judge_rl.servers.reach import check_reachable, raise_unreachable
+from judge_rl.servers.reach import require_reachable
 from judge_rl.policy.ifeval_run import evaluate_policy, heldout_task_prompts, ifeval_entry, ifeval_metrics, ifeval_prompts
 from judge_rl.policy.verl.reward_outcomes import OUTCOMES_FILE, read_outcomes, summary_sections
 from judge_rl.reports.console import console
@@ -61,7 +61,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     job = to_policy_config(cfg)
     if not job.dry_run and job.judge.engine != "none":  # a judge already serving answers (a bounded wait; verl's
         # launch asks again with its Ray cluster, backends/verl/preflight.py)
-        raise_unreachable(check_reachable("judge.base_url", job.judge.base_url, "the judge's server"))
+        require_reachable("judge.base_url", job.judge.base_url, "the judge's server")
     plan = job_plan(job)  # the policy's own memory against this device (a judge it serves runs elsewhere)
     if plan is not None:
         check_plan(plan)

@@ -53,7 +53,8 @@ def check_reachable(key: str, address: str | None, what: str, timeout_s: float =
     return [f"{key}={address}: {why}; start {what} there or fix the address"] if why else []
 
 
-def raise_unreachable(problems: list[str]) -> None:
-    """ValueError with the one line of `problems` (check_reachable's), nothing when there is none."""
+def require_reachable(key: str, address: str | None, what: str) -> None:
+    """check_reachable's line as a ValueError (a job's check before its run directory is claimed)."""
+    problems = check_reachable(key, address, what)
     if problems:
         raise ValueError("; ".join(problems))

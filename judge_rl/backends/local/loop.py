@@ -90,6 +90,13 @@ def latest_checkpoint(ckpt_root: Path, notes: list[str] | None = None,
     return None
 
 
+def say_resume_notes(label: str, notes: list[str], found: tuple[int, Path] | None) -> None:
+    """latest_checkpoint's `notes` on the console, each with what the run does about it (`label`: who resumes)."""
+    for note in notes:
+        console.print(f"[yellow]{label}: {note}; " + (f"resuming from the newest intact one, {found[1].name}" if found
+                      else "no intact checkpoint is left: starting from step 0") + "[/yellow]", soft_wrap=True)
+
+
 def checkpoint_metrics(path: Path) -> list[dict[str, Any]]:
     """The metrics rows a checkpoint saved (one per step it covers; none for a checkpoint written before they were)."""
     file = Path(path) / STEP_METRICS
@@ -208,9 +215,7 @@ def run_local_loop(
     start = 0
     notes: list[str] = []
     found = latest_checkpoint(ckpt_root, notes)
-    for note in notes:  # a newest checkpoint lost or torn: resume from the newest intact one, and say so
-        console.print(f"[yellow]rl: {note}; " + (f"resuming from the newest intact one, {found[1].name}" if found else
-                      "no intact checkpoint is left: starting from step 0") + "[/yellow]", soft_wrap=True)
+    say_resume_notes("rl", notes, found)  # a newest checkpoint lost or torn: resume from the newest intact one
     policy_source = init_model
     if found:
         start, path = found

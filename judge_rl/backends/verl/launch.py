@@ -322,7 +322,7 @@ def resume_point(cfg: DictConfig) -> None:
     """Where verl resumes: its own rule (the step latest_checkpointed_iteration.txt names) unless that checkpoint is
     missing or damaged, where verl would start again from step 0 without a word (verl's find_latest_ckpt_path); then
     the newest intact one is named on the console and set as `trainer.resume_mode=resume_path` with its path."""
-    from judge_rl.backends.local.loop import latest_checkpoint
+    from judge_rl.backends.local.loop import latest_checkpoint, say_resume_notes
 
     strategy = OmegaConf.select(cfg, "actor_rollout_ref.actor.strategy", default="fsdp")
     if cfg.trainer.resume_mode != "auto" or strategy not in ("fsdp", "fsdp2"):  # Megatron's layout is not read here
@@ -334,9 +334,7 @@ def resume_point(cfg: DictConfig) -> None:
     kinds = tuple(SHARD_KINDS[c] for c in saved if c in SHARD_KINDS) or ("model",)
     notes: list[str] = []
     found = latest_checkpoint(ckpt_root, notes, problem=lambda p: verl_checkpoint_problem(p, roles, kinds))
-    for note in notes:
-        console.print(f"[yellow]verl: {note}; " + (f"resuming from the newest intact one, {found[1].name}" if found else
-                      "no intact checkpoint is left: starting from step 0") + "[/yellow]", soft_wrap=True)
+    say_resume_notes("verl", notes, found)
     if notes and found:
         cfg.trainer.resume_mode = "resume_path"
         cfg.trainer.resume_from_path = str(found[1])
