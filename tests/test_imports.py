@@ -34,7 +34,7 @@ ORDER = [
     "policy",  # the policy job: a policy trained with a judge as its reward
     "curate",  # curation of judge-training data with a teacher
     "jobs",  # the main job, the evaluation job and the command-line shell
-    "eval __main__",  # entry points
+    "eval __main__ leftovers",  # entry points (leftovers: stop what an earlier verl launch of a run dir left)
 ]
 LEVEL = {name: i for i, line in enumerate(ORDER) for name in line.split()}
 

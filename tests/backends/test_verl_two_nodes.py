@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from judge_rl.backends.verl.session_watchdog import LOGGER_ENV, MARKER_ENV, launch_metrics_dir
 from judge_rl.rollouts.vllm_engine import vllm_installed
 from vllm_support import free_port, processes_with
 
@@ -176,6 +177,11 @@ def test_a_verl_job_on_two_nodes_fails_in_one_line_when_a_node_is_lost_and_resum
         seen = {name: {k: environ.get(k) for k in reach} for name, environ in workers.items()}
         assert all(values == reach for values in seen.values()), seen
         assert not any(set(SECRETS) & set(environ) for environ in workers.values())  # never in Ray's runtime env
+        # the job's marker and its run dir's metrics path reach them too (Ray's runtime env): the job stops what of it
+        # runs on its machine when it ends, and judge_rl.leftovers finds what outlived its Ray actor on any node
+        metrics = str(launch_metrics_dir(run_dir)) + "/"
+        assert all(environ.get(MARKER_ENV) and environ.get(LOGGER_ENV, "").startswith(metrics)
+                   for environ in workers.values()), {name: environ.get(MARKER_ENV) for name, environ in workers.items()}
         os.kill(raylet, signal.SIGKILL)  # the node is gone: its raylet, then its workers
         lost = stages["step 1 checkpointed"] = time.monotonic()
         first.wait(timeout=180)  # never a hang: Ray marks the node dead within seconds, the job ends with it

@@ -38,7 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judge_rl import stopping
 from judge_rl.rundir import held_lock_fd
-from judge_rl.backends.verl.session_watchdog import MARKER_ENV, stop_session
+from judge_rl.backends.verl.session_watchdog import MARKER_ENV, launch_metrics_dir, stop_leftovers, stop_session
 from judge_rl.config import dotted_leaves
 from judge_rl.backends.verl.preflight import check_machine, machine_packages, preflight, probe_machine, raise_problems
 from judge_rl.backends.verl.translate import ATTENTION_KEY, TRAINING_MODELS, validate, verl_config
@@ -56,7 +56,9 @@ from judge_rl.backends.memory import check_plan, plan_arch, plan_record, verl_pl
 # Ray the entry process starts, or from their node's environment on an existing cluster (the entry names them).
 FORWARDED_ENV = ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_RUN_GROUP", "WANDB_JOB_TYPE",
                  "WANDB_DIR", "WANDB_BASE_URL", "HF_TOKEN", "HF_HOME", "VERL_FILE_LOGGER_PATH",
-                 "VERL_USE_EXTERNAL_MODULES", "VERL_PLATFORM", "VLLM_CPU_KVCACHE_SPACE")
+                 "VERL_USE_EXTERNAL_MODULES", "VERL_PLATFORM", "VLLM_CPU_KVCACHE_SPACE", MARKER_ENV)
+# MARKER_ENV forwarded too: on a Ray cluster the job did not start, the job's workers on this machine (and the vLLM
+# engines they spawn, by inheritance) carry it, so run_session stops them with the job (session_watchdog.py).
 # a variable whose name says it holds a credential: its value never reaches Ray's runtime env, a file or a log
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 WANDB_SUBDIR = "verl"  # WANDB_DIR=<run_dir>/verl: verl's W&B run writes <run_dir>/verl/wandb/
@@ -69,7 +71,6 @@ CPU_PLATFORM_MODULE = "judge_rl.backends.verl.cpu_platform"
 # Further variable names to forward, comma-separated, set by a launcher in the entry process's environment
 # (the policy job forwards its judge's `judge.api_key_env` this way: the name travels, never the value).
 EXTRA_FORWARDED_ENV = "JUDGE_RL_FORWARD_ENV"
-METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
 FAILURE_FILE = "failure.txt"  # beside the config: why the entry process failed, one line (entry.py)
 NODE_LOST_EXIT = 75  # the entry's exit code when a Ray node was lost mid-job
 
@@ -155,7 +156,7 @@ def prepare(job: LaunchJob, run_dir: Path, task: RLTask, *, launch: bool = False
     preflight(
         cfg, path, model_arch(job.model, model_path), f"model={job.model.name}, {model_path}", env,
         {"trainer.default_local_dir": Path(cfg.trainer.default_local_dir), "run_dir (rl_model/)": run_dir,
-         "VERL_FILE_LOGGER_PATH": run_dir / "verl" / METRICS_DIR},
+         "VERL_FILE_LOGGER_PATH": launch_metrics_dir(run_dir)},
         cluster=job.cluster, judge=verl.judge, launch=launch,
     )  # fmt: skip
     return cfg, path, command, env
@@ -210,7 +211,7 @@ def launch_env(job: LaunchJob, run_dir: Path, environ: Mapping[str, str] | None 
         env["WANDB_JOB_TYPE"] = labels["job_type"]
     if job.cluster.device == "cpu":
         env.update(cpu_platform_env(env))
-    env["VERL_FILE_LOGGER_PATH"] = str((run_dir / "verl" / METRICS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl").resolve())
+    env["VERL_FILE_LOGGER_PATH"] = str(launch_metrics_dir(run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     env["WANDB_DIR"] = str((run_dir / WANDB_SUBDIR).resolve())  # not wandb/ in the directory the job started from
     return env
 
@@ -229,7 +230,7 @@ def read_verl_metrics(run_dir: Path) -> list[dict[str, Any]]:
     of this run (a resumed job writes a new file), the later launch winning a step both logged; numeric
     values only, under verl's metric names (the ones a local run logs)."""
     by_step: dict[int, dict[str, float]] = {}
-    for path in sorted((run_dir / "verl" / METRICS_DIR).glob("*.jsonl")):
+    for path in sorted(launch_metrics_dir(run_dir).glob("*.jsonl")):
         for record in read_jsonl(path):
             if not isinstance(record, dict) or "step" not in record or not isinstance(record.get("data"), dict):
                 raise ValueError(f"{path}: not verl's file-logger format ({{'step': k, 'data': {{...}}}}): {str(record)[:120]}")
@@ -268,6 +269,12 @@ def train_verl(job: LaunchJob, run_dir: Path, task: RLTask, log: Log) -> RLResul
     failure.unlink(missing_ok=True)
     ckpt_root = Path(cfg.trainer.default_local_dir)
     resumed_from = checkpointed_step(ckpt_root)
+    # processes of an earlier launch of this run dir still alive on this machine (vLLM's engines outlive Ray actors
+    # killed by `ray stop --force`, 2.9 GB a pair): nothing of a live launch, as this job holds the run dir's lock
+    left = stop_leftovers(launch_metrics_dir(run_dir), STOP_GRACE_S)
+    if left:
+        console.print(f"verl: stopped {len(left)} process(es) an earlier launch of this run dir left on this machine: "
+                      + ", ".join(sorted({name.split(" ")[0] for name in left})))
     try:
         # a SIGTERM to this job goes on to verl's process, which stops (its last checkpoint is what a re-run resumes
         # from); this job then stops as interrupted (judge_rl/stopping.py)

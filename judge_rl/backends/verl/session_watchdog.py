@@ -7,7 +7,13 @@ each worker in a process group of its own, so verl's trainer, its FSDP workers a
 groups; they all stay in the session of the entry process, which launch.py starts in a new one (a session is found
 by its id alone, after its processes were re-parented too: /proc/<pid>/stat). A process that starts a session of its
 own (W&B's wandb-core, in verl's trainer) is still found by the marker every process of the job inherits in its
-environment (`<MARKER_ENV>=<marker>`, set by launch.py: /proc/<pid>/environ).
+environment (`<MARKER_ENV>=<marker>`, set by launch.py: /proc/<pid>/environ), and so is a process of the job that a
+Ray cluster the job did not start runs on this machine (Ray's runtime env carries the marker to the job's workers, and
+their vLLM engines inherit it).
+
+`leftover_pids`/`stop_leftovers` find and stop what no watchdog saw: processes of any earlier launch of a run
+directory that outlived their owner on this machine (vLLM's engines after `ray stop --force` killed their Ray actors),
+by the verl metrics path every process of a launch carries (launch.py's VERL_FILE_LOGGER_PATH).
 
 The job starts this process in its own session right after verl's, and it inherits the run directory's lock: it polls
 its parent, and once the job is gone (re-parented: kill -9 runs no `finally`) it sends SIGTERM to every process of the
@@ -37,6 +43,13 @@ else:  # run by path, as launch.py starts it: judge_rl/shm.py alone, not the pac
 
 POLL_S = 0.2
 MARKER_ENV = "JUDGE_RL_VERL_JOB"
+LOGGER_ENV = "VERL_FILE_LOGGER_PATH"  # <run_dir>/verl/metrics/<launch time>.jsonl in every process of a launch
+METRICS_DIR = "metrics"  # <run_dir>/verl/metrics/<launch time>.jsonl: verl's FileLogger output, one file a launch
+
+
+def launch_metrics_dir(run_dir: str | os.PathLike) -> Path:
+    """<run_dir>/verl/metrics, resolved: where each launch's LOGGER_ENV points (launch.py's launch_env)."""
+    return Path(run_dir).resolve() / "verl" / METRICS_DIR
 SCAN_EVERY = 5  # the session is scanned every SCAN_EVERY polls (a /proc walk), the parent checked every poll
 
 
@@ -72,20 +85,71 @@ def stop_session(sid: int, grace_s: float, reap: Callable[[], object] | None = N
     reap a child of the caller's in it (a zombie that is not reaped stays out of the count, but only a reaped one frees
     its pid)."""
     try:
-        _signal_until_gone(sid, grace_s, reap, marker)
+        _signal_until_gone(lambda: session_pids(sid, marker), grace_s, reap)
     finally:
         if shm_since is not None:  # what a process that outlived SIGKILL still maps stays (remove_left_shm)
             remove_left_shm(shm_since)
 
 
-def _signal_until_gone(sid: int, grace_s: float, reap: Callable[[], object] | None, marker: str | None) -> None:
+def leftover_pids(metrics_dir: str | os.PathLike) -> list[int]:
+    """The live processes on this machine (zombies left out) whose LOGGER_ENV names a file in `metrics_dir` (a run
+    directory's verl/metrics, as launch.py sets it: resolved), this process excepted."""
+    prefix = f"{LOGGER_ENV}={str(metrics_dir).rstrip('/')}/".encode()
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                if f.read().rpartition(b")")[2].split()[:1] in ([b"Z"], [b"X"]):
+                    continue
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if any(entry.startswith(prefix) for entry in f.read().split(b"\0")):
+                    pids.append(int(name))
+        except (OSError, IndexError):
+            continue
+    return pids
+
+
+def stop_leftovers(metrics_dir: str | os.PathLike, grace_s: float) -> list[str]:
+    """Stop (SIGTERM, SIGKILL after `grace_s`) every process of leftover_pids(`metrics_dir`) and remove the shared
+    memory they left; their command lines (what was stopped), [] when none was found. Only for a run directory whose
+    lock the caller holds, or whose job is gone: a live launch's processes are found too."""
+    pids = leftover_pids(metrics_dir)
+    if not pids:
+        return []
+    names, started = [], time.time()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                names.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:60])
+            started = min(started, _start_time(pid))
+        except (OSError, IndexError, ValueError, StopIteration):
+            continue
+    try:
+        _signal_until_gone(lambda: leftover_pids(metrics_dir), grace_s, None)
+    finally:
+        remove_left_shm(started)
+    return names
+
+
+def _start_time(pid: int) -> float:
+    """When process `pid` started, as a time.time(): /proc/<pid>/stat's starttime (clock ticks after boot) + btime."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        ticks = int(f.read().rpartition(b")")[2].split()[19])
+    with open("/proc/stat", "rb") as f:
+        boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _signal_until_gone(find: Callable[[], list[int]], grace_s: float, reap: Callable[[], object] | None) -> None:
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
         deadline = time.monotonic() + wait_s
         signalled: set[int] = set()
         while True:
             if reap is not None:
                 reap()
-            pids = session_pids(sid, marker)
+            pids = find()
             if not pids:
                 return
             for pid in set(pids) - signalled:
