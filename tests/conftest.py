@@ -32,7 +32,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # Tests that start verl's Ray jobs, vLLM engines or served judges (several GB each) run on one pytest-xdist worker, one
 # after another; every other test goes to whichever worker is free. Measured: two verl jobs at once, or a verl job beside
 # the vLLM tests, pushed this 24 GB machine past Ray's memory monitor (95%), which killed verl's vLLM servers (the job
-# then waited in update_weights until the test's timeout). The largest verl job (20.7 GB used with the two-node test)
+# then waited in update_weights until the test's timeout). The largest verl job (the two-node test: 19.0 GB of processes)
 # is marked `alone`: memory_gate below runs it with nothing beside it. (The policy job on verl was, at 17.8 GB; with
 # 1 GiB of KV cache for its served judge it peaks at 15.7 GB and runs beside ordinary tests.)
 ENGINE_TESTS = (
@@ -119,7 +119,7 @@ GATE_DIR = Path(os.environ.setdefault("JUDGE_RL_TEST_GATE_DIR", str(_SCRATCH)))
 def release_memory() -> None:
     """Garbage collected, and the C heap's free pages returned to the system (glibc's malloc_trim): a pytest worker
     that has run hundreds of tests keeps freed memory otherwise, beside the two-node verl test (`alone`) that needs
-    20.7 of a CI machine's 23.5 GB."""
+    ~19.6 of a CI machine's 24.7 GB with the machine's own."""
     import ctypes
     import gc
 
@@ -199,11 +199,12 @@ def is_engine_test(nodeid: str) -> bool:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Setup, call and teardown of each test inside memory_gate, under pytest-xdist (the `alone` mark:
-    pyproject.toml's markers). An engine test (ENGINE_TESTS, or `alone`) records the machine's peak memory in use
-    while it ran, beside what the other worker ran meanwhile: the session's last lines list them (engine_memory)."""
+    pyproject.toml's markers). A heavy test (is_heavy: every test that starts verl, Ray or vLLM, or trains the
+    embedded model) records the machine's peak memory in use while it ran, beside what the other worker ran meanwhile:
+    the session's last lines list them (pytest_terminal_summary)."""
     alone = item.get_closest_marker("alone") is not None
     with memory_gate(alone, GATE_DIR if os.environ.get("PYTEST_XDIST_WORKER") else None):
-        if alone or is_engine_test(item.nodeid):
+        if is_heavy(item):
             with peak_machine_memory() as peak:
                 item.stash[PEAK_KEY] = peak  # read into the teardown report (pytest_runtest_makereport)
                 yield
@@ -216,7 +217,7 @@ PEAK_KEY = pytest.StashKey[dict]()
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """An engine test's teardown report carries the machine's peak memory so far (its user_properties: a report copies
+    """A heavy test's teardown report carries the machine's peak memory so far (its user_properties: a report copies
     the item's when it is made, and pytest-xdist sends it to the controlling process)."""
     outcome = yield
     peak = item.stash.get(PEAK_KEY, None)
@@ -228,27 +229,27 @@ def pytest_runtest_makereport(item, call):
 RAY_MEMORY_THRESHOLD = 0.95
 # what an engine test must leave free below the machine's memory and below Ray's threshold (issue 54)
 ENGINE_MEMORY_MARGIN_GB = 3.0
-_ENGINE_PEAKS: dict[str, float] = {}
+_HEAVY_PEAKS: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
-    """Each engine test's peak machine memory (its user_properties, sent by pytest-xdist's workers too)."""
+    """Each heavy test's peak machine memory (its user_properties, sent by pytest-xdist's workers too)."""
     for key, value in getattr(report, "user_properties", ()):
         if key == "machine_peak_gb":
-            _ENGINE_PEAKS[report.nodeid] = max(value, _ENGINE_PEAKS.get(report.nodeid, 0.0))
+            _HEAVY_PEAKS[report.nodeid] = max(value, _HEAVY_PEAKS.get(report.nodeid, 0.0))
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The engine tests' peak memory, highest first, against the machine and Ray's memory monitor: a CI log shows how
+    """The heavy tests' peak memory, highest first, against the machine and Ray's memory monitor: a CI log shows how
     near each came (a failure that depends on the machine shows it)."""
-    if not _ENGINE_PEAKS:
+    if not _HEAVY_PEAKS:
         return
     total = machine_total_gb()
     ray_at = RAY_MEMORY_THRESHOLD * total
-    terminalreporter.section("engine tests: the machine's peak memory in use while each ran")
+    terminalreporter.section("heavy tests: the machine's peak memory in use while each ran")
     terminalreporter.write_line(f"machine {total:.1f} GB; Ray's memory monitor at {RAY_MEMORY_THRESHOLD} = {ray_at:.1f} "
                                 f"GB; the margin asked: {ENGINE_MEMORY_MARGIN_GB} GB below it")
-    for nodeid, gb in sorted(_ENGINE_PEAKS.items(), key=lambda kv: -kv[1]):
+    for nodeid, gb in sorted(_HEAVY_PEAKS.items(), key=lambda kv: -kv[1]):
         short = " (within the margin)" if gb > ray_at - ENGINE_MEMORY_MARGIN_GB else ""
         terminalreporter.write_line(f"{gb:6.2f} GB  {ray_at - gb:+6.2f} to Ray's threshold  {nodeid}{short}")
 
