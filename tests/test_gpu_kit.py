@@ -723,3 +723,20 @@ def test_scale_numbers_report_puts_each_plan_beside_its_measured_peaks(tmp_path)
     assert run["verl"] == {"perf/mfu/actor": 0.31, "timing_s/step": 12.5} and "allocator_peak_gib" not in run
     assert [s["step"] for s in doc["steps"]] == ["verl_1.5b", "verl_7b"] and doc["steps"][0]["seconds"] == 120.5
     assert "verl_1.5b: plan 91.6 GiB, nvidia-smi 82.0 GiB" in (keep / "summary.txt").read_text()
+
+
+# -- learning_runs.sh (issue 56's GPU calls) ---------------------------------------------------------------------------
+def test_learning_runs_plan_gives_each_part_its_call_and_refuses_an_unknown_step():
+    env = {**os.environ, "LEARNING_RUNS_PLAN": "1"}
+    run = lambda only: subprocess.run(["bash", str(KIT / "learning_runs.sh")], capture_output=True, text=True,  # noqa: E731
+                                      cwd=REPO_ROOT, env={**env, "LEARNING_RUNS_ONLY": only})
+    default = planned(run("default_long").stdout)
+    assert [r[0] for r in default] == ["prep", "default_long"] and default[1][1] is not None
+    assert "experiments=learn_default_h200" in default[1][2] and "cluster=local_gpu" in default[1][2]
+    seeds = planned(run("real_pairs_s42").stdout)[1][2]
+    assert "trainer.prompts_per_step=16" in seeds and "trainer.total_steps=100" in seeds and "seed=42" in seeds
+    table = planned(run("table4_a").stdout)[1][2]
+    assert "+sweeps=thinkj_table4" in table and "algorithm=dpo_critic,grpo" in table
+    bad = run("table9")
+    assert bad.returncode == 2 and "table9" in bad.stderr
+    assert subprocess.run(["bash", "-n", str(KIT / "learning_runs.sh")]).returncode == 0
