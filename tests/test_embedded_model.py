@@ -11,6 +11,7 @@ from judge_rl.jobs.train import run
 from conftest import SHARED_DATA, compose_config
 
 
+# peak memory: 9.9 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 @pytest.mark.slow
 def test_embedded_model_trains_one_step_and_evaluates(tmp_path):
     results = run(

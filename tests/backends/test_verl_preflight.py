@@ -202,6 +202,7 @@ def test_a_loopback_judge_is_refused_when_reward_workers_can_run_on_another_node
     assert check_judge_address(OmegaConf.create({}), None, two_nodes, {}) == []  # no judge (the main job, rule)
 
 
+# peak memory: 5.9 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_the_reward_file_must_load_in_a_fresh_process(tmp_path, make_job):
     from judge_rl.backends.verl.launch import prepare
     from judge_rl.recipes.online_rl import judge_rl_task
@@ -218,6 +219,7 @@ def test_the_reward_file_must_load_in_a_fresh_process(tmp_path, make_job):
     assert "a_module_that_is_not_installed" in line
 
 
+# peak memory: 5.8 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_a_reward_file_that_loaded_is_not_loaded_again_until_it_or_the_python_settings_change(tmp_path, monkeypatch):
     """The points of a sweep and the dry runs of several cluster options ask the same question; each fresh process
     costs ~5 s. A failure is never remembered: the same file is checked again once fixed."""
@@ -312,6 +314,7 @@ def _machine_cfg(**over):
     return cfg
 
 
+# peak memory: 8.2 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 @NO_CUDA
 @WITH_VLLM
 def test_a_gpu_option_launched_on_a_machine_without_cuda_fails_before_any_model_loads_in_one_line(tmp_path, make_job):
@@ -359,6 +362,7 @@ sys.meta_path.insert(0, _Absent())
 """
 
 
+# peak memory: 8.7 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_a_launch_whose_environment_lacks_vllm_fails_in_one_line_naming_it_and_how_to_install_it(tmp_path):
     """On today's main a verl launch without vLLM failed inside verl's rollout workers, after Ray started."""
     site = tmp_path / "site"
@@ -399,6 +403,7 @@ def test_without_flash_attn_verl_trains_with_sdpa_and_an_explicit_setting_wins(t
     assert cfg.critic.model.override_config.attn_implementation == "sdpa" and cfg.critic.model.use_remove_padding is False
 
 
+# peak memory: 6.3 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 @NO_FLASH_ATTN
 @WITH_VLLM
 def test_an_explicit_flash_attention_without_flash_attn_fails_the_launch_in_one_line(tmp_path, make_job):

@@ -11,6 +11,7 @@ from judge_rl.jobs.train import run
 from conftest import TINY_RUN, compose_config
 
 
+# peak memory: 2.9 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_pairs_left_out_as_too_long_or_malformed_are_counted_in_summary_and_results(tmp_path):
     rows = [{"input": f"Which is the capital of country {i}?", "output_1": f"City {i}.", "output_2": f"Town {i}.",
              "label": 1} for i in range(4)]  # fmt: skip
@@ -35,6 +36,7 @@ def test_pairs_left_out_as_too_long_or_malformed_are_counted_in_summary_and_resu
     assert results["data"]["splits"]["data.train"]["too_long_units"] == 0
 
 
+# peak memory: 5.4 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_eval_stages_judge_with_vllm_and_give_the_hf_engines_verdicts(tmp_path):
     """eval.server=vllm (what eval.server=auto picks on a CPU with vLLM installed): the embedded judge's held-out
     verdicts at eval_base, judged by vLLM's engine on the model's directory, are the in-process hf engine's."""

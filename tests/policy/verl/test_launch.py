@@ -95,6 +95,7 @@ def test_on_a_cpu_cluster_one_reward_worker_keeps_every_judge_call_in_flight(tmp
     assert cfg.reward.custom_reward_function.reward_kwargs.judge_concurrency == 32
 
 
+# peak memory: 6.1 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     job = compose_policy(NODE, tmp_path)
@@ -128,6 +129,7 @@ def test_node_8gpu_verif_with_a_vllm_judge_dry_run_validates_and_writes_no_key(t
     assert SECRET not in Path(out["verl_config"]).read_text()
 
 
+# peak memory: 6.0 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_a_judge_the_job_starts_on_127_0_0_1_is_refused_on_two_nodes(tmp_path, monkeypatch):
     """On today's main this dry run passed: on a GPU cluster the reward workers verl placed on the second node
     reached no judge at 127.0.0.1 and their samples were lost."""
@@ -393,6 +395,7 @@ def test_verls_own_timeout_and_error_zeros_are_not_rewards(yesno_job):
 # --------------------------------------------------------------------------------------------------
 
 
+# peak memory: 6.6 GB of the machine in use while it ran (fresh-clone .ci/run of 832cbc5, AVX2-only kind; Ray at 23.4)
 def test_the_dry_run_flag_prints_the_verl_command_and_config(tmp_path):
     env = {**os.environ, "JUDGE_RL_ROOT": str(REPO_ROOT), "OPENAI_API_KEY": SECRET}
     proc = subprocess.run([sys.executable, "-m", "judge_rl.policy", "cluster=node_8gpu", "--dry-run", "logger=none",
