@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from judge_rl.backends.verl.session_watchdog import launch_metrics_dir, leftover_pids, stop_leftovers
+from judge_rl.backends.verl.session_watchdog import command_line, launch_metrics_dir, leftover_pids, stop_leftovers
 
 GRACE_S = 10.0  # SIGTERM, then SIGKILL
 
@@ -27,11 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics = launch_metrics_dir(args.run_dir)
     if args.list:
         for pid in leftover_pids(metrics):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    print(pid, f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:100])
-            except OSError:
-                continue
+            print(pid, command_line(pid)[:100])
         return 0
     stopped = stop_leftovers(metrics, GRACE_S)
     print(f"judge_rl: stopped {len(stopped)} process(es) of {args.run_dir} on this machine"

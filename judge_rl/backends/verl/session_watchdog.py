@@ -53,28 +53,45 @@ def launch_metrics_dir(run_dir: str | os.PathLike) -> Path:
 SCAN_EVERY = 5  # the session is scanned every SCAN_EVERY polls (a /proc walk), the parent checked every poll
 
 
-def session_pids(sid: int, marker: str | None = None) -> list[int]:
-    """The live processes (zombies left out) of the session `sid`, and those whose environment has
-    MARKER_ENV=`marker`; this process excepted."""
-    tag = f"{MARKER_ENV}={marker}".encode() if marker else None
-    pids = []
+def _live_processes():
+    """(pid, the fields of /proc/<pid>/stat after the command: state ppid pgrp session ...) of every live process
+    (zombies left out), this one excepted."""
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
                 fields = f.read().rpartition(b")")[2].split()
-            if len(fields) < 4 or fields[0] in (b"Z", b"X"):  # after the command: state ppid pgrp session ...
-                continue
-            if int(fields[3]) == sid:
-                pids.append(int(name))
-            elif tag is not None:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if tag in f.read().split(b"\0"):
-                        pids.append(int(name))
         except OSError:
             continue
-    return pids
+        if len(fields) >= 4 and fields[0] not in (b"Z", b"X"):
+            yield int(name), fields
+
+
+def _environ(pid: int) -> list[bytes]:
+    """The `NAME=value` entries of process `pid`'s environment ([] once it is gone, or not ours to read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def command_line(pid: int) -> str:
+    """Process `pid`'s command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def session_pids(sid: int, marker: str | None = None) -> list[int]:
+    """The live processes (zombies left out) of the session `sid`, and those whose environment has
+    MARKER_ENV=`marker`; this process excepted."""
+    tag = f"{MARKER_ENV}={marker}".encode() if marker else None
+    return [pid for pid, fields in _live_processes()
+            if int(fields[3]) == sid or (tag is not None and tag in _environ(pid))]
 
 
 def stop_session(sid: int, grace_s: float, reap: Callable[[], object] | None = None, marker: str | None = None,
@@ -95,20 +112,7 @@ def leftover_pids(metrics_dir: str | os.PathLike) -> list[int]:
     """The live processes on this machine (zombies left out) whose LOGGER_ENV names a file in `metrics_dir` (a run
     directory's verl/metrics, as launch.py sets it: resolved), this process excepted."""
     prefix = f"{LOGGER_ENV}={str(metrics_dir).rstrip('/')}/".encode()
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                if f.read().rpartition(b")")[2].split()[:1] in ([b"Z"], [b"X"]):
-                    continue
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if any(entry.startswith(prefix) for entry in f.read().split(b"\0")):
-                    pids.append(int(name))
-        except (OSError, IndexError):
-            continue
-    return pids
+    return [pid for pid, _ in _live_processes() if any(entry.startswith(prefix) for entry in _environ(pid))]
 
 
 def stop_leftovers(metrics_dir: str | os.PathLike, grace_s: float) -> list[str]:
@@ -118,14 +122,8 @@ def stop_leftovers(metrics_dir: str | os.PathLike, grace_s: float) -> list[str]:
     pids = leftover_pids(metrics_dir)
     if not pids:
         return []
-    names, started = [], time.time()
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                names.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:60])
-            started = min(started, _start_time(pid))
-        except (OSError, IndexError, ValueError, StopIteration):
-            continue
+    names = [name for name in (command_line(pid)[:60] for pid in pids) if name]  # "": gone meanwhile
+    started = min(_start_times(pids), default=time.time())  # the shared memory they left is what was made since
     try:
         _signal_until_gone(lambda: leftover_pids(metrics_dir), grace_s, None)
     finally:
@@ -133,13 +131,19 @@ def stop_leftovers(metrics_dir: str | os.PathLike, grace_s: float) -> list[str]:
     return names
 
 
-def _start_time(pid: int) -> float:
-    """When process `pid` started, as a time.time(): /proc/<pid>/stat's starttime (clock ticks after boot) + btime."""
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        ticks = int(f.read().rpartition(b")")[2].split()[19])
+def _start_times(pids: list[int]) -> list[float]:
+    """When each process of `pids` still alive started, as a time.time(): /proc/<pid>/stat's starttime (clock ticks
+    after boot) + the boot time (/proc/stat's btime)."""
     with open("/proc/stat", "rb") as f:
         boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
+    times = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                times.append(boot + int(f.read().rpartition(b")")[2].split()[19]) / os.sysconf("SC_CLK_TCK"))
+        except (OSError, IndexError, ValueError):
+            continue
+    return times
 
 
 def _signal_until_gone(find: Callable[[], list[int]], grace_s: float, reap: Callable[[], object] | None) -> None:
