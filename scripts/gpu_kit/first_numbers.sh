@@ -107,11 +107,7 @@ fi
 source scripts/gpu_kit/steps.sh
 
 pack() {  # summary + tarball into $OUT (after every step, so a run killed at its limit still returns them)
-  "$PY" scripts/gpu_kit/first_numbers_report.py report "$WORK" --cpu-ref "$CPU_REF" >/dev/null 2>"$KEEP/report.err" \
-    || echo "first_numbers: report failed (keep/report.err)"
-  cp "$KEEP/summary.txt" "$KEEP/summary.json" "$OUT/" 2>/dev/null || true
-  { tar czf "$OUT/first_numbers.tar.gz.tmp" -C "$WORK" keep && mv "$OUT/first_numbers.tar.gz.tmp" "$OUT/first_numbers.tar.gz"; } \
-    || echo "first_numbers: the tarball could not be written"
+  pack_keep first_numbers "$PY" scripts/gpu_kit/first_numbers_report.py report "$WORK" --cpu-ref "$CPU_REF"
 }
 trap 'stop_smi; pack >/dev/null 2>&1 || true' EXIT
 

@@ -129,12 +129,7 @@ source scripts/gpu_data.sh   # JUDGE_RL_DATA: ../shared/data, else the carried g
 
 pack() {
   [ -n "$GPU_STEPS_PLAN" ] && return 0
-  "$PY" scripts/gpu_kit/learning_runs_report.py "$WORK" >/dev/null 2>"$KEEP/report.err" \
-    || echo "learning_runs: report failed (keep/report.err)"
-  cp "$KEEP/summary.txt" "$KEEP/summary.json" "$OUT/" 2>/dev/null || true
-  { tar czf "$OUT/learning_runs.tar.gz.tmp" -C "$WORK" keep \
-      && mv "$OUT/learning_runs.tar.gz.tmp" "$OUT/learning_runs.tar.gz"; } \
-    || echo "learning_runs: the tarball could not be written"
+  pack_keep learning_runs "$PY" scripts/gpu_kit/learning_runs_report.py "$WORK"
 }
 trap 'stop_smi; pack >/dev/null 2>&1 || true' EXIT
 

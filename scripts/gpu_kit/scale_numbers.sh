@@ -69,12 +69,7 @@ export WANDB_MODE=disabled
 
 pack() {
   [ -n "$GPU_STEPS_PLAN" ] && return 0
-  "$PY" scripts/gpu_kit/scale_numbers_report.py "$WORK" >/dev/null 2>"$KEEP/report.err" \
-    || echo "scale_numbers: report failed (keep/report.err)"
-  cp "$KEEP/summary.txt" "$KEEP/summary.json" "$OUT/" 2>/dev/null || true
-  { tar czf "$OUT/scale_numbers.tar.gz.tmp" -C "$WORK" keep \
-      && mv "$OUT/scale_numbers.tar.gz.tmp" "$OUT/scale_numbers.tar.gz"; } \
-    || echo "scale_numbers: the tarball could not be written"
+  pack_keep scale_numbers "$PY" scripts/gpu_kit/scale_numbers_report.py "$WORK"
 }
 trap 'stop_smi; pack >/dev/null 2>&1 || true' EXIT
 after_step() {  # NAME RUN_DIR: keep the run's results and metrics, then pack

@@ -127,6 +127,18 @@ for name in ("smollm2-135m", "tiny-random"):
     print(f"{name}: {path} ({time.perf_counter() - t:.1f} s)")
 '
 
+# pack_keep NAME REPORT_COMMAND...: a script's `pack`, called after every step (so a call cut at its limit still returns
+# them): REPORT_COMMAND writes KEEP's summary.txt and summary.json (its errors in keep/report.err), both copied into
+# OUT, and WORK's keep/ into OUT/NAME.tar.gz (written beside it, then moved: never half a tarball).
+pack_keep() {
+  local name=$1
+  shift
+  "$@" >/dev/null 2>"$KEEP/report.err" || echo "$name: report failed (keep/report.err)"
+  cp "$KEEP/summary.txt" "$KEEP/summary.json" "$OUT/" 2>/dev/null || true
+  { tar czf "$OUT/$name.tar.gz.tmp" -C "$WORK" keep && mv "$OUT/$name.tar.gz.tmp" "$OUT/$name.tar.gz"; } \
+    || echo "$name: the tarball could not be written"
+}
+
 # finish_steps: the end of a kit_setup script once its steps ran: under GPU_STEPS_PLAN the plan's closing line (and the
 # throwaway WORK removed); else the summary and tarball packed a last time (the script's `pack`) and printed.
 finish_steps() {

@@ -118,12 +118,7 @@ export JUDGE_RL_DATA
 
 pack() {  # summary + tarball into $OUT (after every step, so a call cut at its limit still returns them)
   [ -n "$GPU_STEPS_PLAN" ] && return 0
-  "$PY" scripts/gpu_kit/verl_numbers_report.py "$WORK" >/dev/null 2>"$KEEP/report.err" \
-    || echo "verl_numbers: report failed (keep/report.err)"
-  cp "$KEEP/summary.txt" "$KEEP/summary.json" "$OUT/" 2>/dev/null || true
-  { tar czf "$OUT/verl_numbers.tar.gz.tmp" -C "$WORK" keep \
-      && mv "$OUT/verl_numbers.tar.gz.tmp" "$OUT/verl_numbers.tar.gz"; } \
-    || echo "verl_numbers: the tarball could not be written"
+  pack_keep verl_numbers "$PY" scripts/gpu_kit/verl_numbers_report.py "$WORK"
 }
 trap 'stop_smi; pack >/dev/null 2>&1 || true' EXIT
 
